@@ -1,0 +1,61 @@
+// EventSink: where Records go (Kafka in production, fakes in tests).
+//
+// Implemented by RdKafkaSink (src/kafka). One thread calls everything,
+// delivery handlers included: they run inside Poll() and Flush().
+//
+// Contract: every Produce() that returns OK yields exactly one
+// DeliveryReport, carrying the caller's ticket. A report with a non-OK status
+// is final (retries already happened inside the sink).
+#ifndef OUTBOX_EVENT_SINK_H_
+#define OUTBOX_EVENT_SINK_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "outbox/record.h"
+
+namespace outbox {
+
+struct DeliveryReport {
+  uint64_t ticket = 0;
+  absl::Status status;
+  // The record as the sink saw it; views valid only during the handler.
+  // Headers are filled only when status is not OK (for dead letters).
+  Record record;
+  int32_t partition = -1;
+  int64_t offset = -1;
+};
+
+class EventSink {
+ public:
+  using DeliveryHandler = std::function<void(const DeliveryReport&)>;
+
+  virtual ~EventSink() = default;
+
+  // Set once before the first Produce().
+  virtual void SetDeliveryHandler(DeliveryHandler handler) = 0;
+
+  // Hands a record over; the sink copies what it keeps. ResourceExhausted
+  // means the local queue is full: back off (serve Poll) and retry.
+  // Other errors are about the record itself (e.g. too large).
+  virtual absl::Status Produce(const Record& record, uint64_t ticket) = 0;
+
+  // Serves delivery reports for up to timeout_ms. Returns how many.
+  virtual int Poll(int timeout_ms) = 0;
+
+  // Waits until every produced record has its report, up to timeout_ms.
+  // DeadlineExceeded if some are still outstanding.
+  virtual absl::Status Flush(int timeout_ms) = 0;
+
+  // Not OK once the sink can no longer deliver anything (e.g. a fatal
+  // idempotence error): the owner must rebuild it.
+  virtual absl::Status health() const = 0;
+
+  // Records produced and not yet reported.
+  virtual int64_t outstanding() const = 0;
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_EVENT_SINK_H_

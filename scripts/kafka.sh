@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# A throwaway single-node KRaft Apache Kafka broker on loopback.
+#
+#   scripts/kafka.sh start DIR   format and start a broker in DIR (must not
+#                                exist or be empty), wait until it accepts
+#                                clients; prints OUTBOX_KAFKA_BROKERS=host:port
+#   scripts/kafka.sh stop DIR    stop it and delete DIR
+#   scripts/kafka.sh kill DIR    SIGKILL the broker, keep its data (for faults)
+#   scripts/kafka.sh restart DIR start a killed/stopped broker again on the
+#                                same port and data
+#
+# The broker jars come from Maven Central through scripts/setup.sh (pinned in
+# scripts/kafka/pom.xml) into .cache/kafka/libs. Needs Java 17.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+cmd=${1:-}; dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart DIR"
+LIBS="$OUTBOX_CACHE/kafka/libs"
+HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
+
+launch() {
+  [ -d "$LIBS" ] || die "kafka jars missing in $LIBS: run scripts/setup.sh"
+  # Readiness is read from server.log; keep earlier runs' lines apart.
+  if [ -f "$dir/server.log" ]; then cat "$dir/server.log" >>"$dir/server.log.old"; : >"$dir/server.log"; fi
+  # setsid: the broker gets its own process group so 'stop' can end it and
+  # nothing it started, whatever shell started us.
+  setsid java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC \
+    -Dlog4j.configuration="file:$dir/log4j.properties" \
+    -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
+    >>"$dir/kafka.out" 2>&1 </dev/null &
+  echo $! >"$dir/pid"
+  local port; port=$(cat "$dir/port")
+  local deadline=$((SECONDS + 90))
+  until grep -q 'Kafka Server started' "$dir/server.log" 2>/dev/null; do
+    if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then return 1; fi
+    [ $SECONDS -lt $deadline ] || { stop_broker; return 1; }
+    sleep 0.2
+  done
+  # Started is logged before the listener has metadata for clients; ask it.
+  wait_for 60 kcat -b "127.0.0.1:$port" -L -m 5 || return 1
+}
+
+write_config() {
+  local port=$1 cport=$2
+  cat >"$dir/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$dir/data
+num.partitions=3
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=3
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+log.flush.interval.messages=9223372036854775807
+PROPS
+  cat >"$dir/log4j.properties" <<L4J
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$dir/server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka=INFO
+log4j.logger.org.apache.kafka=INFO
+L4J
+}
+
+start() {
+  command -v java >/dev/null || die "java not found: run scripts/setup.sh"
+  mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
+  [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
+  local tries=0 port cport
+  while :; do
+    port=$(free_port); cport=$(free_port)
+    [ "$port" != "$cport" ] || continue
+    echo "$port" >"$dir/port"
+    write_config "$port" "$cport"
+    rm -rf "$dir/data"
+    java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
+      kafka.tools.StorageTool format -t "$(java -cp "$LIBS/*" \
+      -Dlog4j.configuration="file:$dir/log4j.properties" \
+      kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)" \
+      -c "$dir/server.properties" >"$dir/format.log" 2>&1 ||
+      die "kafka storage format failed: $(tail -1 "$dir/format.log")"
+    launch && break
+    tries=$((tries + 1))
+    [ $tries -lt 3 ] || die "kafka did not start: $(grep -m1 -E 'ERROR|Exception' "$dir/kafka.out" "$dir/server.log" 2>/dev/null)"
+  done
+  echo "OUTBOX_KAFKA_DIR=$dir"
+  echo "OUTBOX_KAFKA_BROKERS=127.0.0.1:$port"
+  log "kafka ready: kcat -b 127.0.0.1:$port -L"
+}
+
+stop_broker() {
+  [ -f "$dir/pid" ] || return 0
+  local pid; pid=$(cat "$dir/pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + 20))
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  fi
+  rm -f "$dir/pid"
+}
+
+case $cmd in
+  start) start ;;
+  stop) [ -d "$dir" ] || exit 0; stop_broker; rm -rf "$dir" ;;
+  kill)
+    [ -f "$dir/pid" ] || die "no broker in $dir"
+    pid=$(cat "$dir/pid"); kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    rm -f "$dir/pid" ;;
+  restart)
+    stop_broker
+    dir=$(cd "$dir" && pwd)
+    launch || die "kafka did not restart: $(tail -3 "$dir/kafka.out")" ;;
+  *) die "usage: $0 start|stop|kill|restart DIR" ;;
+esac

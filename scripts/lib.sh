@@ -1,0 +1,36 @@
+# Shared shell helpers for the scripts in this folder. Source it; it defines
+# functions only and changes no options of the caller.
+
+OUTBOX_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUTBOX_CACHE="${OUTBOX_CACHE:-$OUTBOX_ROOT/.cache}"
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+
+die() { echo "error: $*" >&2; exit 1; }
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+# free_port: prints a TCP port on 127.0.0.1 that nothing listens on right
+# now. The kernel picks it (bind to port 0), so two runs started at the same
+# time get different ports; callers still retry if a start loses the race.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# wait_for SECONDS CMD...: runs CMD every 0.2 s until it succeeds.
+wait_for() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.2
+  done
+}
+
+# as_owner DIR CMD...: runs CMD as the owner of DIR. PostgreSQL refuses to
+# run as root, so when we are root the cluster belongs to 'postgres'.
+as_owner() {
+  local dir=$1; shift
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u "$(stat -c %U "$dir")" -- "$@"
+  else
+    "$@"
+  fi
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 cluster on loopback, ready for logical decoding
+# with wal2json.
+#
+#   scripts/pg.sh start DIR   create and start a cluster in DIR (must not
+#                             exist or be empty); prints shell assignments
+#                             (PGHOST, PGPORT, PGUSER, PGDATABASE,
+#                             OUTBOX_PG_CONNINFO) to stdout
+#   scripts/pg.sh stop DIR    stop it (immediate) and delete DIR
+#
+# The port is chosen free; settings: wal_level=logical, wal2json allowed in
+# output_plugin_libraries, 10 slots and senders, fsync on (durable defaults).
+# Trust authentication on 127.0.0.1 only: the cluster is for tests.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+cmd=${1:-}; dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop DIR"
+
+start() {
+  [ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 not installed: run scripts/setup.sh"
+  [ -f "$(dirname "$PG_BIN")/lib/wal2json.so" ] || die "wal2json not installed: run scripts/setup.sh"
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
+  if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; fi
+  chmod 700 "$dir"
+  as_owner "$dir" "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust \
+    --no-instructions -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+    die "initdb failed: $(tail -1 "$dir/initdb.log")"
+  cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$dir'
+wal_level = logical
+max_replication_slots = 10
+max_wal_senders = 10
+output_plugin_libraries = 'pgoutput, test_decoding, wal2json'
+fsync = on
+synchronous_commit = on
+max_connections = 100
+shared_buffers = 128MB
+log_min_messages = warning
+CONF
+  cat >"$dir/data/pg_hba.conf" <<HBA
+local all all trust
+host all all 127.0.0.1/32 trust
+host replication all 127.0.0.1/32 trust
+HBA
+  local port tries=0
+  while :; do
+    port=$(free_port)
+    if as_owner "$dir" "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" \
+        -o "-p $port" -w -t 60 start >/dev/null 2>&1; then
+      break
+    fi
+    tries=$((tries + 1))
+    [ $tries -lt 5 ] || die "postgres did not start: $(tail -3 "$dir/postgres.log")"
+  done
+  echo "$port" >"$dir/port"
+  cat <<ENV
+PGHOST=127.0.0.1
+PGPORT=$port
+PGUSER=postgres
+PGDATABASE=postgres
+OUTBOX_PG_DIR=$dir
+OUTBOX_PG_CONNINFO='host=127.0.0.1 port=$port user=postgres dbname=postgres'
+ENV
+  log "postgres 15 ready: psql 'host=127.0.0.1 port=$port user=postgres dbname=postgres'"
+}
+
+stop() {
+  [ -d "$dir" ] || return 0
+  if [ -f "$dir/data/postmaster.pid" ]; then
+    as_owner "$dir" "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$dir"
+}
+
+case $cmd in
+  start) start ;;
+  stop) stop ;;
+  *) die "usage: $0 start|stop DIR" ;;
+esac

@@ -1,0 +1,225 @@
+#include "integration/test_env.h"
+
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+
+namespace outbox::testing {
+
+const TestEnv& TestEnv::Get() {
+  static const TestEnv* env = [] {
+    auto* e = new TestEnv;
+    const char* path = std::getenv("OUTBOX_TEST_ENV");
+    if (path == nullptr) {
+      ADD_FAILURE() << "OUTBOX_TEST_ENV is not set: run through ctest";
+      return e;
+    }
+    std::ifstream in(path);
+    if (!in) ADD_FAILURE() << "cannot read " << path;
+    std::string line;
+    while (std::getline(in, line)) {
+      size_t eq = line.find('=');
+      if (eq != std::string::npos) {
+        e->vars_[line.substr(0, eq)] = line.substr(eq + 1);
+      }
+    }
+    return e;
+  }();
+  return *env;
+}
+
+std::string TestEnv::Var(const std::string& key) const {
+  auto it = vars_.find(key);
+  if (it == vars_.end()) {
+    ADD_FAILURE() << key << " missing from the test environment file";
+    return "";
+  }
+  return it->second;
+}
+
+std::string UniqueName(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return absl::StrCat(
+      prefix, "_", getpid(), "_",
+      std::chrono::duration_cast<std::chrono::milliseconds>(now).count() %
+          100000000,
+      "_", counter++);
+}
+
+std::unique_ptr<PgConn> PgConn::Connect(const std::string& conninfo) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    ADD_FAILURE() << "connect " << conninfo << ": " << PQerrorMessage(conn);
+    PQfinish(conn);
+    return nullptr;
+  }
+  return std::unique_ptr<PgConn>(new PgConn(conn));
+}
+
+PgConn::~PgConn() { PQfinish(static_cast<PGconn*>(conn_)); }
+
+absl::StatusOr<std::vector<std::vector<std::string>>> PgConn::Query(
+    const std::string& sql) {
+  auto* conn = static_cast<PGconn*>(conn_);
+  if (!PQsendQuery(conn, sql.c_str())) {
+    return absl::UnavailableError(PQerrorMessage(conn));
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::string error;
+  while (PGresult* res = PQgetResult(conn)) {
+    ExecStatusType st = PQresultStatus(res);
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+      rows.clear();
+      for (int r = 0; r < PQntuples(res); ++r) {
+        std::vector<std::string> row;
+        for (int c = 0; c < PQnfields(res); ++c) {
+          row.emplace_back(PQgetvalue(res, r, c));
+        }
+        rows.push_back(std::move(row));
+      }
+    } else if (error.empty()) {
+      error = PQresultErrorMessage(res);
+    }
+    PQclear(res);
+  }
+  if (!error.empty()) return absl::InternalError(error);
+  return rows;
+}
+
+std::string PgConn::Scalar(const std::string& sql) {
+  auto rows = Query(sql);
+  EXPECT_TRUE(rows.ok()) << sql << ": " << rows.status();
+  if (!rows.ok() || rows->empty() || rows->front().empty()) return "";
+  return rows->front().front();
+}
+
+void PgConn::Exec(const std::string& sql) {
+  auto rows = Query(sql);
+  ASSERT_TRUE(rows.ok()) << sql << ": " << rows.status();
+}
+
+std::string KafkaMessage::Header(const std::string& name) const {
+  for (const auto& [k, v] : headers) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+namespace {
+
+rd_kafka_conf_t* BaseConf(const std::string& brokers) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), err,
+                    sizeof(err));
+  rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+  return conf;
+}
+
+}  // namespace
+
+absl::Status ProduceSync(const std::string& brokers, const std::string& topic,
+                         const std::string& key, const std::string& value) {
+  rd_kafka_conf_t* conf = BaseConf(brokers);
+  static rd_kafka_resp_err_t last_err;
+  last_err = RD_KAFKA_RESP_ERR__IN_PROGRESS;
+  rd_kafka_conf_set_dr_msg_cb(
+      conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+        last_err = m->err;
+      });
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  if (rk == nullptr) return absl::InternalError(err);
+  rd_kafka_resp_err_t e = rd_kafka_producev(
+      rk, RD_KAFKA_V_TOPIC(topic.c_str()),
+      RD_KAFKA_V_KEY(key.data(), key.size()),
+      RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_flush(rk, 30000);
+  rd_kafka_destroy(rk);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::InternalError(rd_kafka_err2str(e));
+  }
+  if (last_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::InternalError(rd_kafka_err2str(last_err));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
+                                     const std::vector<std::string>& topics,
+                                     size_t want, int timeout_ms) {
+  rd_kafka_conf_t* conf = BaseConf(brokers);
+  char err[512];
+  rd_kafka_conf_set(conf, "group.id", UniqueName("test").c_str(), err,
+                    sizeof(err));
+  rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
+  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+  rd_kafka_conf_set(conf, "topic.metadata.refresh.interval.ms", "500", err,
+                    sizeof(err));
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  std::vector<KafkaMessage> out;
+  if (rk == nullptr) {
+    ADD_FAILURE() << err;
+    return out;
+  }
+  rd_kafka_poll_set_consumer(rk);
+  rd_kafka_topic_partition_list_t* subs =
+      rd_kafka_topic_partition_list_new(static_cast<int>(topics.size()));
+  for (const auto& t : topics) {
+    rd_kafka_topic_partition_list_add(subs, t.c_str(), RD_KAFKA_PARTITION_UA);
+  }
+  rd_kafka_subscribe(rk, subs);
+  rd_kafka_topic_partition_list_destroy(subs);
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(timeout_ms);
+  while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 200);
+    if (m == nullptr) continue;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      KafkaMessage km;
+      km.topic = rd_kafka_topic_name(m->rkt);
+      km.partition = m->partition;
+      km.offset = m->offset;
+      km.key_null = m->key == nullptr;
+      km.value_null = m->payload == nullptr;
+      if (m->key) km.key.assign(static_cast<char*>(m->key), m->key_len);
+      if (m->payload) {
+        km.value.assign(static_cast<char*>(m->payload), m->len);
+      }
+      rd_kafka_headers_t* hdrs = nullptr;
+      if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char* name;
+        const void* val;
+        size_t size;
+        for (size_t i = 0;
+             rd_kafka_header_get_all(hdrs, i, &name, &val, &size) ==
+             RD_KAFKA_RESP_ERR_NO_ERROR;
+             ++i) {
+          km.headers.emplace_back(
+              name, val ? std::string(static_cast<const char*>(val), size)
+                        : std::string());
+        }
+      }
+      out.push_back(std::move(km));
+      deadline = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(timeout_ms);
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
+}  // namespace outbox::testing
