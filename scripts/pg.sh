@@ -7,6 +7,8 @@
 #                             (PGHOST, PGPORT, PGUSER, PGDATABASE,
 #                             OUTBOX_PG_CONNINFO) to stdout
 #   scripts/pg.sh stop DIR    stop it (immediate) and delete DIR
+#   scripts/pg.sh restart DIR [fast|immediate]   stop (default fast) and
+#                             start again on the same port and data
 #
 # The port is chosen free; settings: wal_level=logical, wal2json allowed in
 # output_plugin_libraries, 10 slots and senders, fsync on (durable defaults).
@@ -76,8 +78,18 @@ stop() {
   rm -rf "$dir"
 }
 
+restart() {
+  dir=$(cd "$dir" && pwd)
+  local mode=${3:-fast}
+  as_owner "$dir" "$PG_BIN/pg_ctl" -D "$dir/data" -m "$mode" -w stop >/dev/null 2>&1 || true
+  as_owner "$dir" "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" \
+    -o "-p $(cat "$dir/port")" -w -t 60 start >/dev/null 2>&1 ||
+    die "postgres did not restart: $(tail -3 "$dir/postgres.log")"
+}
+
 case $cmd in
   start) start ;;
   stop) stop ;;
+  restart) restart "$@" ;;
   *) die "usage: $0 start|stop DIR" ;;
 esac

@@ -54,6 +54,11 @@ class EventSink {
 
   // Records produced and not yet reported.
   virtual int64_t outstanding() const = 0;
+
+  // A file descriptor that becomes readable when Poll() has reports to
+  // serve, so one poll(2) loop can wait on the stream and the sink together;
+  // -1 when the sink has none (then poll with a short timeout).
+  virtual int wake_fd() const { return -1; }
 };
 
 }  // namespace outbox

@@ -9,9 +9,9 @@
 #define OUTBOX_CONCAT_(a, b) OUTBOX_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define RETURN_IF_ERROR(expr)                   \
-  do {                                          \
-    ::absl::Status outbox_status_ = (expr);     \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    ::absl::Status outbox_status_ = (expr);          \
     if (!outbox_status_.ok()) return outbox_status_; \
   } while (0)
 

@@ -1,6 +1,6 @@
-#include <chrono>
-
 #include "outbox/clock.h"
+
+#include <chrono>
 
 namespace outbox {
 namespace {

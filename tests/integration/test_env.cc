@@ -1,13 +1,19 @@
 #include "integration/test_env.h"
 
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -133,10 +139,8 @@ absl::Status ProduceSync(const std::string& brokers, const std::string& topic,
   rd_kafka_conf_t* conf = BaseConf(brokers);
   static rd_kafka_resp_err_t last_err;
   last_err = RD_KAFKA_RESP_ERR__IN_PROGRESS;
-  rd_kafka_conf_set_dr_msg_cb(
-      conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void*) {
-        last_err = m->err;
-      });
+  rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m,
+                                       void*) { last_err = m->err; });
   char err[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
   if (rk == nullptr) return absl::InternalError(err);
@@ -159,6 +163,18 @@ absl::Status ProduceSync(const std::string& brokers, const std::string& topic,
 std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
                                      const std::vector<std::string>& topics,
                                      size_t want, int timeout_ms) {
+  return ConsumeUntil(
+      brokers, topics,
+      [want](const std::vector<KafkaMessage>& got) {
+        return got.size() >= want;
+      },
+      timeout_ms);
+}
+
+std::vector<KafkaMessage> ConsumeUntil(
+    const std::string& brokers, const std::vector<std::string>& topics,
+    const std::function<bool(const std::vector<KafkaMessage>&)>& done,
+    int timeout_ms) {
   rd_kafka_conf_t* conf = BaseConf(brokers);
   char err[512];
   rd_kafka_conf_set(conf, "group.id", UniqueName("test").c_str(), err,
@@ -181,9 +197,9 @@ std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
   }
   rd_kafka_subscribe(rk, subs);
   rd_kafka_topic_partition_list_destroy(subs);
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(timeout_ms);
-  while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!done(out) && std::chrono::steady_clock::now() < deadline) {
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 200);
     if (m == nullptr) continue;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -220,6 +236,90 @@ std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
   rd_kafka_consumer_close(rk);
   rd_kafka_destroy(rk);
   return out;
+}
+
+std::unique_ptr<Process> Process::Start(const std::vector<std::string>& argv,
+                                        const std::string& log_path) {
+  auto p = std::make_unique<Process>();
+  p->log_path_ = log_path;
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  p->pid_ = pid;
+  return p;
+}
+
+Process::~Process() {
+  if (Running()) {
+    Signal(SIGKILL);
+    Wait(10000);
+  }
+}
+
+void Process::Signal(int sig) {
+  if (pid_ > 0 && status_ < 0) kill(pid_, sig);
+}
+
+bool Process::Running() {
+  if (status_ >= 0) return false;
+  int st;
+  pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return false;
+  }
+  return true;
+}
+
+int Process::Wait(int timeout_ms) {
+  WaitUntil([this] { return !Running(); }, timeout_ms);
+  return status_;
+}
+
+std::string Process::Output() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string BinaryPath(const std::string& name) {
+  const char* dir = std::getenv("OUTBOX_BIN_DIR");
+  return absl::StrCat(dir ? dir : ".", "/", name);
+}
+
+std::string TempDir(const std::string& prefix) {
+  std::string templ = absl::StrCat("/tmp/", prefix, "_XXXXXX");
+  char* d = mkdtemp(templ.data());
+  EXPECT_NE(d, nullptr);
+  chmod(templ.c_str(), 0755);  // scripts may run servers as another user
+  return templ;
+}
+
+int RunScript(const std::string& args) {
+  const char* root = std::getenv("OUTBOX_ROOT");
+  std::string cmd = absl::StrCat(root ? root : ".", "/scripts/", args);
+  int st = system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool WaitUntil(const std::function<bool()>& done, int timeout_ms) {
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
 }  // namespace outbox::testing

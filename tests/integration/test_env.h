@@ -4,6 +4,7 @@
 #ifndef OUTBOX_TESTS_INTEGRATION_TEST_ENV_H_
 #define OUTBOX_TESTS_INTEGRATION_TEST_ENV_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -70,6 +71,43 @@ absl::Status ProduceSync(const std::string& brokers, const std::string& topic,
 std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
                                      const std::vector<std::string>& topics,
                                      size_t want, int timeout_ms = 20000);
+
+// Like ConsumeAll, but stops when done(messages so far) returns true.
+std::vector<KafkaMessage> ConsumeUntil(
+    const std::string& brokers, const std::vector<std::string>& topics,
+    const std::function<bool(const std::vector<KafkaMessage>&)>& done,
+    int timeout_ms = 20000);
+
+// A child process (the relay binary) with its output in a log file.
+class Process {
+ public:
+  // Starts argv; stdout and stderr go to log_path.
+  static std::unique_ptr<Process> Start(const std::vector<std::string>& argv,
+                                        const std::string& log_path);
+  ~Process();  // SIGKILLs it if still running
+  void Signal(int sig);
+  // Exit code, 128+signal if killed, or -1 if still running after
+  // timeout_ms.
+  int Wait(int timeout_ms);
+  bool Running();
+  std::string Output() const;
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  int status_ = -1;
+  std::string log_path_;
+};
+
+// $OUTBOX_BIN_DIR/name (the built binaries).
+std::string BinaryPath(const std::string& name);
+// A fresh temporary directory.
+std::string TempDir(const std::string& prefix);
+// Runs a repo script ($OUTBOX_ROOT/scripts/...) through the shell; returns
+// its exit status.
+int RunScript(const std::string& args);
+// Polls `done` every 50 ms until true or timeout_ms; returns its last value.
+bool WaitUntil(const std::function<bool()>& done, int timeout_ms);
 
 }  // namespace outbox::testing
 

@@ -1,0 +1,169 @@
+#include "config/command_line.h"
+
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "config/config.h"
+#include "config/config_keys.h"
+
+namespace outbox {
+namespace {
+
+struct FlagSpec {
+  absl::string_view name;  // without "--"
+  absl::string_view arg;   // empty: takes no value
+  absl::string_view path;  // override path; empty: handled by the parser
+  absl::string_view help;
+};
+
+// Every flag; ParseCommandLine() and HelpText() both read this.
+constexpr FlagSpec kFlags[] = {
+    {"config", "FILE", "", "YAML configuration file (keys below)"},
+    {"pg", "CONNINFO", "postgres.conninfo", "same as --set postgres.conninfo="},
+    {"kafka", "BROKERS", "kafka.brokers", "same as --set kafka.brokers="},
+    {"slot", "NAME", "postgres.slot", "same as --set postgres.slot="},
+    {"tables", "A,B", kTablesPath,
+     "replace outbox.tables with these tables, each with the default mapping"},
+    {"topic", "TEMPLATE", "outbox.tables[*].topic",
+     "topic template for every table (sets outbox.topic, drops per-table "
+     "topics)"},
+    {"set", "KEY=VALUE", "",
+     "override any scalar key, a map entry (kafka.properties.linger.ms=50) or "
+     "a table's key (outbox.tables[0].topic=x); repeatable"},
+    {"help", "", "", "print this help and exit"},
+    {"version", "", "", "print the version and exit"},
+};
+
+const FlagSpec* FindFlag(absl::string_view name) {
+  for (const FlagSpec& f : kFlags) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+absl::Status Error(absl::string_view message) {
+  return absl::InvalidArgumentError(message);
+}
+
+// Appends `text` word-wrapped to `width` columns, each line indented.
+void AppendWrapped(std::string* out, absl::string_view text, size_t indent,
+                   size_t width) {
+  std::string pad(indent, ' ');
+  size_t column = 0;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (column == 0) {
+      absl::StrAppend(out, pad, word);
+      column = indent + word.size();
+    } else if (column + 1 + word.size() > width) {
+      absl::StrAppend(out, "\n", pad, word);
+      column = indent + word.size();
+    } else {
+      absl::StrAppend(out, " ", word);
+      column += 1 + word.size();
+    }
+  }
+  out->push_back('\n');
+}
+
+}  // namespace
+
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
+  CommandLine cl;
+  absl::string_view program = argc > 0 ? argv[0] : "outbox-relay";
+  size_t slash = program.rfind('/');
+  cl.program = std::string(
+      slash == absl::string_view::npos ? program : program.substr(slash + 1));
+  bool have_command = false;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "-h") arg = "--help";
+    if (!absl::ConsumePrefix(&arg, "--")) {
+      if (absl::StartsWith(arg, "-") && arg.size() > 1) {
+        return Error(absl::StrCat("unknown flag \"", arg, "\"; see --help"));
+      }
+      if (have_command) {
+        return Error(absl::StrCat("unexpected argument \"", arg, "\""));
+      }
+      if (arg == "run") {
+        cl.command = CommandLine::Command::kRun;
+      } else if (arg == "status") {
+        cl.command = CommandLine::Command::kStatus;
+      } else {
+        return Error(absl::StrCat("unknown command \"", arg,
+                                  "\"; expected run or status"));
+      }
+      have_command = true;
+      continue;
+    }
+    std::pair<absl::string_view, absl::string_view> name_value =
+        absl::StrSplit(arg, absl::MaxSplits('=', 1));
+    const bool inline_value = absl::StrContains(arg, '=');
+    const FlagSpec* flag = FindFlag(name_value.first);
+    if (flag == nullptr) {
+      return Error(absl::StrCat("unknown flag \"--", name_value.first,
+                                "\"; see --help"));
+    }
+    std::string value;
+    if (flag->arg.empty()) {
+      if (inline_value) {
+        return Error(absl::StrCat("--", flag->name, " takes no value"));
+      }
+    } else if (inline_value) {
+      value = std::string(name_value.second);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return Error(
+          absl::StrCat("--", flag->name, " needs a value (", flag->arg, ")"));
+    }
+    const std::string flag_name = absl::StrCat("--", flag->name);
+    if (flag->name == "help") {
+      cl.help = true;
+    } else if (flag->name == "version") {
+      cl.version = true;
+    } else if (flag->name == "config") {
+      if (value.empty()) return Error("--config needs a file name");
+      cl.config_path = value;
+    } else if (flag->name == "set") {
+      std::pair<std::string, std::string> kv =
+          absl::StrSplit(value, absl::MaxSplits('=', 1));
+      if (!absl::StrContains(value, '=') || kv.first.empty()) {
+        return Error(
+            absl::StrCat("--set expects KEY=VALUE, got \"", value, "\""));
+      }
+      cl.overrides.push_back({flag_name, kv.first, kv.second});
+    } else {
+      cl.overrides.push_back({flag_name, std::string(flag->path), value});
+    }
+  }
+  return cl;
+}
+
+std::string HelpText(absl::string_view program) {
+  std::string out = absl::StrCat(
+      "Usage: ", program, " [run|status] [flags]\n\n", "Commands:\n",
+      "  run     relay outbox rows to Kafka until stopped (default)\n",
+      "  status  print the replication slot's position and lag, then exit\n\n",
+      "Flags (--flag VALUE or --flag=VALUE; later ones win):\n");
+  for (const FlagSpec& f : kFlags) {
+    std::string head =
+        absl::StrCat("  --", f.name, f.arg.empty() ? "" : " ", f.arg);
+    absl::StrAppend(&out, head, "\n");
+    AppendWrapped(&out, f.help, 6, 78);
+  }
+  absl::StrAppend(&out,
+                  "\nConfiguration keys (YAML path = default; the same paths "
+                  "work with --set):\n");
+  Config defaults;
+  for (const ConfigKey& key : ConfigKeys()) {
+    std::string def = key.global != nullptr ? RenderField(key.global(defaults))
+                                            : std::string(key.default_text);
+    absl::StrAppend(&out, "  ", key.path, " = ", def, "\n");
+    AppendWrapped(&out, key.description, 6, 78);
+  }
+  return out;
+}
+
+}  // namespace outbox

@@ -1,0 +1,53 @@
+// CommandLine: the parsed argv of outbox-relay and outbox-poller.
+//
+//   PROGRAM [run|status] [--config FILE] [--pg CONNINFO] [--kafka BROKERS]
+//           [--slot NAME] [--tables a,b] [--topic TEMPLATE]
+//           [--set key.path=value]... [--help] [--version]
+//
+// Flags take `--flag value` or `--flag=value`. Overrides are kept in
+// command-line order and applied by LoadConfig() after the file, so the last
+// one wins. ParseCommandLine() only checks syntax; key paths and values are
+// checked by LoadConfig() against the key table. Errors are InvalidArgument
+// with a one-line message.
+#ifndef OUTBOX_CONFIG_COMMAND_LINE_H_
+#define OUTBOX_CONFIG_COMMAND_LINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace outbox {
+
+struct CommandLine {
+  enum class Command { kRun, kStatus };
+
+  // One override, in command-line order. `flag` is what the user typed
+  // ("--pg", "--set") for error messages; `path` is a key path from the key
+  // table ("postgres.conninfo"), or one of the list paths "outbox.tables"
+  // (value: comma-separated table names) and "outbox.tables[*].topic"
+  // (--topic: sets outbox.topic and drops every table's own topic).
+  struct Override {
+    std::string flag;
+    std::string path;
+    std::string value;
+  };
+
+  std::string program;  // basename of argv[0]
+  Command command = Command::kRun;
+  std::string config_path;  // empty: defaults plus overrides only
+  bool help = false;
+  bool version = false;
+  std::vector<Override> overrides;
+};
+
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
+
+// Usage, commands, flags, then every config key with its default and
+// description (generated from the key table).
+std::string HelpText(absl::string_view program);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_CONFIG_COMMAND_LINE_H_

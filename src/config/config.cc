@@ -1,0 +1,472 @@
+#include "config/config.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "config/command_line.h"
+#include "config/config_keys.h"
+#include "config/redact.h"
+#include "outbox/status_macros.h"
+#include "yaml-cpp/yaml.h"
+
+namespace outbox {
+namespace {
+
+TableDraft NamedTable(absl::string_view name) {
+  TableDraft t;
+  t.table = std::string(name);
+  return t;
+}
+
+// The Config while it is being assembled: tables keep their unset fields
+// until Resolve() fills them from the top-level outbox keys.
+struct Draft {
+  Config config;
+  std::vector<TableDraft> tables = {NamedTable("public.outbox")};
+};
+
+absl::Status KeyError(absl::string_view source, absl::string_view path,
+                      absl::string_view message, int line = -1) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": \"", path, "\": ", message,
+                   line >= 0 ? absl::StrCat(" (line ", line + 1, ")") : ""));
+}
+
+absl::Status UnknownKey(absl::string_view source, absl::string_view path,
+                        int line = -1) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": unknown key \"", path, "\"",
+                   line >= 0 ? absl::StrCat(" (line ", line + 1, ")") : ""));
+}
+
+absl::string_view NodeKind(const YAML::Node& node) {
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  if (node.IsNull()) return "null";
+  return "a scalar";
+}
+
+// Merges `entries` into *map; an empty value removes the entry.
+void MergeEntry(StringMap* map, const std::string& name,
+                const std::string& value) {
+  if (value.empty()) {
+    map->erase(name);
+  } else {
+    (*map)[name] = value;
+  }
+}
+
+class YamlReader {
+ public:
+  YamlReader(absl::string_view source, Draft* draft)
+      : source_(source), draft_(draft) {}
+
+  absl::Status Read(const YAML::Node& root) {
+    if (root.IsNull()) return absl::OkStatus();  // empty file: defaults
+    if (!root.IsMap()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_, ": expected a map at the top level, got ", NodeKind(root)));
+    }
+    return WalkMap(root, "", "", nullptr);
+  }
+
+ private:
+  // Walks a section (or one table entry when `table` is set).
+  absl::Status WalkMap(const YAML::Node& map, const std::string& display,
+                       const std::string& spec, TableDraft* table) {
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      // Copies: yaml-cpp's iterator hands out temporaries.
+      const YAML::Node k = it->first;
+      const YAML::Node v = it->second;
+      const int line = k.Mark().line;
+      std::string name = k.IsScalar() ? k.Scalar() : "?";
+      std::string path = display.empty() ? name : display + "." + name;
+      std::string spec_path = spec.empty() ? name : spec + "." + name;
+      if (!k.IsScalar() || absl::StrContains(name, '.') ||
+          absl::StrContains(name, '[')) {
+        return UnknownKey(source_, path, line);
+      }
+      const ConfigKey* key = FindConfigKey(spec_path);
+      if (key != nullptr && (key->table != nullptr) != (table != nullptr)) {
+        key = nullptr;
+      }
+      if (key != nullptr && key->path == kTablesPath) {
+        RETURN_IF_ERROR(ReadTables(v, path, line));
+      } else if (key != nullptr) {
+        FieldRef field =
+            table != nullptr ? key->table(*table) : key->global(draft_->config);
+        RETURN_IF_ERROR(ReadValue(*key, field, v, path));
+      } else if (IsConfigSection(spec_path)) {
+        if (v.IsNull()) continue;
+        if (!v.IsMap()) {
+          return KeyError(source_, path,
+                          absl::StrCat("expected a map, got ", NodeKind(v)),
+                          line);
+        }
+        RETURN_IF_ERROR(WalkMap(v, path, spec_path, table));
+      } else {
+        return UnknownKey(source_, path, line);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadTables(const YAML::Node& list, const std::string& path,
+                          int line) {
+    if (!list.IsSequence()) {
+      return KeyError(source_, path,
+                      absl::StrCat("expected a list, got ", NodeKind(list)),
+                      line);
+    }
+    std::vector<TableDraft> tables;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node entry = list[i];
+      std::string entry_path = absl::StrCat(path, "[", i, "]");
+      TableDraft t;
+      if (entry.IsScalar()) {
+        t.table = entry.Scalar();
+      } else if (entry.IsMap()) {
+        RETURN_IF_ERROR(WalkMap(entry, entry_path, "outbox.tables[]", &t));
+      } else {
+        return KeyError(source_, entry_path,
+                        absl::StrCat("expected a table name or a map, got ",
+                                     NodeKind(entry)),
+                        entry.Mark().line);
+      }
+      if (t.table.empty()) {
+        return KeyError(source_, entry_path + ".table", "is required",
+                        entry.Mark().line);
+      }
+      tables.push_back(std::move(t));
+    }
+    draft_->tables = std::move(tables);
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadValue(const ConfigKey& key, FieldRef field,
+                         const YAML::Node& v, const std::string& path) {
+    const int line = v.Mark().line;
+    if (auto* map = std::get_if<StringMap*>(&field)) {
+      if (v.IsNull()) return absl::OkStatus();
+      if (!v.IsMap()) {
+        return KeyError(source_, path,
+                        absl::StrCat("expected a map, got ", NodeKind(v)),
+                        line);
+      }
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        const YAML::Node name = it->first;
+        const YAML::Node value = it->second;
+        if (!name.IsScalar() || !value.IsScalar()) {
+          return KeyError(source_, path, "expected a map of strings to strings",
+                          name.Mark().line);
+        }
+        MergeEntry(*map, name.Scalar(), value.Scalar());
+      }
+      return absl::OkStatus();
+    }
+    if (v.IsNull() && std::holds_alternative<std::string*>(field)) {
+      return SetField(key, field, "");
+    }
+    if (!v.IsScalar()) {
+      return KeyError(source_, path,
+                      absl::StrCat("expected a scalar, got ", NodeKind(v)),
+                      line);
+    }
+    absl::Status s = SetField(key, field, v.Scalar());
+    if (!s.ok()) return KeyError(source_, path, s.message(), line);
+    return absl::OkStatus();
+  }
+
+  std::string source_;
+  Draft* draft_;
+};
+
+absl::Status ReadYaml(absl::string_view yaml, absl::string_view source,
+                      Draft* draft) {
+  // yaml-cpp reports syntax errors by throwing; this is the only place they
+  // can come from, and they stop here.
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml));
+    return YamlReader(source, draft).Read(root);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  }
+}
+
+absl::Status ApplyOverride(const CommandLine::Override& o, Draft* draft) {
+  if (o.path == kTablesPath) {
+    std::vector<TableDraft> tables;
+    for (absl::string_view name : absl::StrSplit(o.value, ',')) {
+      name = absl::StripAsciiWhitespace(name);
+      if (!name.empty()) tables.push_back(NamedTable(name));
+    }
+    if (tables.empty()) return KeyError(o.flag, o.path, "no table given");
+    draft->tables = std::move(tables);
+    return absl::OkStatus();
+  }
+  if (o.path == "outbox.tables[*].topic") {
+    draft->config.outbox.topic = o.value;
+    for (TableDraft& t : draft->tables) t.topic.reset();
+    return absl::OkStatus();
+  }
+
+  // "outbox.tables[N].rest" addresses one entry of the table list.
+  std::string spec = o.path;
+  TableDraft* table = nullptr;
+  absl::string_view rest = o.path;
+  if (absl::ConsumePrefix(&rest, "outbox.tables[")) {
+    size_t close = rest.find("].");
+    size_t index = 0;
+    if (close == absl::string_view::npos ||
+        !absl::SimpleAtoi(rest.substr(0, close), &index)) {
+      return UnknownKey(o.flag, o.path);
+    }
+    if (index >= draft->tables.size()) {
+      return KeyError(
+          o.flag, o.path,
+          absl::StrCat("there are only ", draft->tables.size(), " tables"));
+    }
+    table = &draft->tables[index];
+    spec = absl::StrCat(kTableEntryPrefix, rest.substr(close + 2));
+  }
+
+  // Exact key, or "<map key>.<entry name>" (kafka.properties.linger.ms).
+  const ConfigKey* key = FindConfigKey(spec);
+  std::string entry;
+  if (key == nullptr) {
+    for (const ConfigKey& k : ConfigKeys()) {
+      if (k.IsMap() && spec.size() > k.path.size() + 1 &&
+          absl::StartsWith(spec, k.path) && spec[k.path.size()] == '.') {
+        key = &k;
+        entry = spec.substr(k.path.size() + 1);
+        break;
+      }
+    }
+  }
+  if (key == nullptr || key->path == kTablesPath ||
+      (key->table != nullptr) != (table != nullptr)) {
+    return UnknownKey(o.flag, o.path);
+  }
+  FieldRef field =
+      table != nullptr ? key->table(*table) : key->global(draft->config);
+  if (auto* map = std::get_if<StringMap*>(&field)) {
+    if (entry.empty()) {
+      return KeyError(
+          o.flag, o.path,
+          absl::StrCat("is a map; set one entry with ", o.path, ".NAME=VALUE"));
+    }
+    MergeEntry(*map, entry, o.value);
+    return absl::OkStatus();
+  }
+  absl::Status s = SetField(*key, field, o.value);
+  if (!s.ok()) return KeyError(o.flag, o.path, s.message());
+  return absl::OkStatus();
+}
+
+bool IsSlotName(absl::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s) {
+    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '_') {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status Invalid(absl::string_view path, absl::string_view message) {
+  return KeyError("config", path, message);
+}
+
+// Fills config.outbox.tables from the drafts, with inheritance.
+absl::Status Resolve(Draft* draft) {
+  OutboxConfig& outbox = draft->config.outbox;
+  outbox.tables.clear();
+  std::set<std::string> seen;
+  for (size_t i = 0; i < draft->tables.size(); ++i) {
+    const TableDraft& d = draft->tables[i];
+    std::string path = absl::StrCat("outbox.tables[", i, "]");
+    OutboxTable t;
+    std::pair<std::string, std::string> parts =
+        absl::StrSplit(d.table, absl::MaxSplits('.', 1));
+    if (absl::StrContains(d.table, '.')) {
+      t.schema = parts.first;
+      t.name = parts.second;
+    } else {
+      t.name = d.table;
+    }
+    if (t.schema.empty() || t.name.empty()) {
+      return Invalid(path + ".table",
+                     absl::StrCat("\"", d.table, "\" is not schema.table"));
+    }
+    if (!seen.insert(t.QualifiedName()).second) {
+      return Invalid(path + ".table",
+                     absl::StrCat(t.QualifiedName(), " is listed twice"));
+    }
+    t.columns.id = d.id.value_or(outbox.columns.id);
+    t.columns.aggregatetype =
+        d.aggregatetype.value_or(outbox.columns.aggregatetype);
+    t.columns.aggregateid = d.aggregateid.value_or(outbox.columns.aggregateid);
+    t.columns.type = d.type.value_or(outbox.columns.type);
+    t.columns.payload = d.payload.value_or(outbox.columns.payload);
+    t.topic = d.topic.value_or(outbox.topic);
+    t.key = d.key.value_or(outbox.key);
+    if (t.key.empty()) t.key = t.columns.aggregateid;
+    t.headers = d.headers.value_or(outbox.headers);
+
+    for (const auto& [what, column] :
+         {std::pair<absl::string_view, const std::string&>{"columns.id",
+                                                           t.columns.id},
+          {"columns.aggregatetype", t.columns.aggregatetype},
+          {"columns.aggregateid", t.columns.aggregateid},
+          {"columns.type", t.columns.type},
+          {"columns.payload", t.columns.payload},
+          {"topic", t.topic}}) {
+      if (column.empty()) {
+        return Invalid(absl::StrCat(path, ".", what), "must not be empty");
+      }
+    }
+    for (const auto& [column, header] : t.headers) {
+      if (column.empty() || header.empty()) {
+        return Invalid(path + ".headers",
+                       "column and header names must not be empty");
+      }
+      if (header == "id") {
+        return Invalid(path + ".headers",
+                       "header \"id\" is reserved for the event id");
+      }
+    }
+    outbox.tables.push_back(std::move(t));
+  }
+  if (outbox.tables.empty()) return Invalid("outbox.tables", "is empty");
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const Config& c) {
+  if (!IsSlotName(c.postgres.slot)) {
+    return Invalid("postgres.slot",
+                   absl::StrCat("\"", c.postgres.slot,
+                                "\" is not a slot name (1-63 of a-z, 0-9, _)"));
+  }
+  if (c.postgres.reconnect_backoff_max_ms <
+      c.postgres.reconnect_backoff_initial_ms) {
+    return Invalid("postgres.reconnect_backoff_max_ms",
+                   "must be at least postgres.reconnect_backoff_initial_ms");
+  }
+  if (c.outbox.on_invalid == OnInvalid::kDeadLetter &&
+      c.outbox.dead_letter_topic.empty()) {
+    return Invalid("outbox.dead_letter_topic",
+                   "must be set when outbox.on_invalid is dead_letter");
+  }
+  if (c.kafka.brokers.empty()) return Invalid("kafka.brokers", "is empty");
+  for (absl::string_view p : {"bootstrap.servers", "metadata.broker.list"}) {
+    if (c.kafka.properties.count(std::string(p)) > 0) {
+      return Invalid(absl::StrCat("kafka.properties.", p),
+                     "use kafka.brokers instead");
+    }
+  }
+  if (!c.http.listen.empty()) {
+    size_t colon = c.http.listen.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos ||
+        !absl::SimpleAtoi(absl::string_view(c.http.listen).substr(colon + 1),
+                          &port) ||
+        port < 0 || port > 65535) {
+      return Invalid("http.listen",
+                     absl::StrCat("\"", c.http.listen, "\" is not host:port"));
+    }
+  }
+  if (c.poller.backoff_max_ms < c.poller.backoff_initial_ms) {
+    return Invalid("poller.backoff_max_ms",
+                   "must be at least poller.backoff_initial_ms");
+  }
+  if (c.poller.notify && c.poller.notify_channel.empty()) {
+    return Invalid("poller.notify_channel",
+                   "must be set when poller.notify is true");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Config> Finish(Draft* draft) {
+  RETURN_IF_ERROR(Resolve(draft));
+  RETURN_IF_ERROR(Validate(draft->config));
+  return std::move(draft->config);
+}
+
+}  // namespace
+
+std::string Config::Redacted() const {
+  Config copy = *this;
+  std::string out;
+  for (const ConfigKey& key : ConfigKeys()) {
+    if (key.global == nullptr) continue;
+    FieldRef field = key.global(copy);
+    std::string value;
+    if (key.secret) {
+      value = RedactConninfo(*std::get<std::string*>(field));
+      if (value.empty()) value = "\"\"";
+    } else if (auto* map = std::get_if<StringMap*>(&field);
+               map != nullptr && key.path == "kafka.properties") {
+      StringMap masked = **map;
+      for (auto& [name, v] : masked) {
+        if (IsSecretProperty(name)) v = "****";
+      }
+      value = RenderField(&masked);
+    } else {
+      value = RenderField(field);
+    }
+    absl::StrAppend(&out, key.path, ": ", value, "\n");
+  }
+  for (size_t i = 0; i < outbox.tables.size(); ++i) {
+    const OutboxTable& t = outbox.tables[i];
+    StringMap headers = t.headers;
+    absl::StrAppend(&out, "outbox.tables[", i, "]: ", t.QualifiedName(),
+                    " columns={id: ", t.columns.id,
+                    ", aggregatetype: ", t.columns.aggregatetype,
+                    ", aggregateid: ", t.columns.aggregateid,
+                    ", type: ", t.columns.type,
+                    ", payload: ", t.columns.payload, "} topic=", t.topic,
+                    " key=", t.key, " headers=", RenderField(&headers), "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<Config> ParseConfigYaml(absl::string_view yaml,
+                                       absl::string_view source) {
+  Draft draft;
+  RETURN_IF_ERROR(ReadYaml(yaml, source, &draft));
+  return Finish(&draft);
+}
+
+absl::StatusOr<Config> LoadConfig(const CommandLine& command_line) {
+  Draft draft;
+  if (!command_line.config_path.empty()) {
+    std::ifstream in(command_line.config_path, std::ios::binary);
+    if (!in) {
+      return absl::NotFoundError(absl::StrCat("cannot read config file ",
+                                              command_line.config_path, ": ",
+                                              std::strerror(errno)));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    RETURN_IF_ERROR(ReadYaml(text.str(), command_line.config_path, &draft));
+  }
+  for (const CommandLine::Override& o : command_line.overrides) {
+    RETURN_IF_ERROR(ApplyOverride(o, &draft));
+  }
+  return Finish(&draft);
+}
+
+}  // namespace outbox

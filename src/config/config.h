@@ -1,0 +1,155 @@
+// Config: every setting of outbox-relay and outbox-poller, as loaded.
+//
+// A Config is a plain value. LoadConfig() builds one from the YAML file named
+// on the command line, then applies the command-line overrides in order, then
+// validates the result; what comes out is complete: every table entry has its
+// inherited columns, topic, key and headers filled in, and kafka.properties
+// holds our producer defaults merged with the user's.
+//
+// The keys, their defaults and their descriptions live in one table
+// (config_keys.h); the YAML reader, --set, --help and Redacted() all walk it,
+// so they cannot drift apart. Errors are one line, InvalidArgument, naming the
+// key path and where it came from: `relay.yaml: unknown key
+// "outbox.tables[0].colums"`. A missing or unreadable file is NotFound.
+//
+// Thread safety: values; no shared state.
+#ifndef OUTBOX_CONFIG_CONFIG_H_
+#define OUTBOX_CONFIG_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace outbox {
+
+struct CommandLine;
+
+// What to do with an outbox row that cannot become a Kafka record.
+enum class OnInvalid { kHalt, kDeadLetter };
+enum class LogFormat { kText, kJson };
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+// What the polling relay does with a delivered row.
+enum class PollerMode { kMark, kDelete };
+
+inline constexpr char kDefaultTopicTemplate[] = "outbox.event.{aggregatetype}";
+
+struct PostgresConfig {
+  std::string conninfo;  // empty: libpq's PG* environment variables
+  std::string slot = "outbox_relay";
+  bool create_slot = true;
+  int64_t status_interval_ms = 1000;
+  int64_t connect_timeout_s = 10;
+  int64_t reconnect_backoff_initial_ms = 500;
+  int64_t reconnect_backoff_max_ms = 30000;
+};
+
+// Column names of an outbox table; Debezium's Outbox Event Router defaults.
+struct OutboxColumns {
+  std::string id = "id";
+  std::string aggregatetype = "aggregatetype";
+  std::string aggregateid = "aggregateid";
+  std::string type = "type";
+  std::string payload = "payload";
+};
+
+// One outbox table with its mapping fully resolved.
+struct OutboxTable {
+  std::string schema = "public";
+  std::string name = "outbox";
+  OutboxColumns columns;
+  std::string topic = kDefaultTopicTemplate;   // "{column}" placeholders
+  std::string key = "aggregateid";             // column whose value is the key
+  std::map<std::string, std::string> headers;  // column -> header name
+
+  std::string QualifiedName() const { return schema + "." + name; }
+};
+
+struct OutboxConfig {
+  // Defaults every table inherits unless it sets its own.
+  OutboxColumns columns;
+  std::string topic = kDefaultTopicTemplate;
+  std::string key;  // empty: the aggregateid column
+  std::map<std::string, std::string> headers;
+
+  std::vector<OutboxTable> tables = {OutboxTable{}};
+  OnInvalid on_invalid = OnInvalid::kHalt;
+  std::string dead_letter_topic = "outbox.dead_letter";
+};
+
+struct KafkaConfig {
+  std::string brokers = "127.0.0.1:9092";
+  // librdkafka properties, passed through verbatim. Starts with our defaults;
+  // the user's entries override or add to them.
+  std::map<std::string, std::string> properties = {
+      {"enable.idempotence", "true"},    {"acks", "all"},
+      {"partitioner", "murmur2_random"}, {"linger.ms", "20"},
+      {"compression.type", "none"},
+  };
+  int64_t flush_timeout_ms = 30000;
+};
+
+struct LimitsConfig {
+  int64_t max_inflight_events = 100000;
+  int64_t max_inflight_bytes = 64 << 20;
+};
+
+struct HttpConfig {
+  std::string listen = "127.0.0.1:9187";  // empty: no HTTP server
+};
+
+struct LogConfig {
+  LogFormat format = LogFormat::kText;
+  LogLevel level = LogLevel::kInfo;
+  int64_t progress_interval_s = 10;  // 0: no progress lines
+};
+
+struct PollerConfig {
+  int64_t interval_ms = 500;
+  int64_t batch_size = 500;
+  int64_t max_attempts = 10;
+  int64_t backoff_initial_ms = 1000;
+  int64_t backoff_max_ms = 300000;
+  int64_t retention_s = 86400;
+  PollerMode mode = PollerMode::kMark;
+  bool notify = false;
+  std::string notify_channel = "outbox_relay";
+};
+
+struct Config {
+  PostgresConfig postgres;
+  OutboxConfig outbox;
+  KafkaConfig kafka;
+  LimitsConfig limits;
+  HttpConfig http;
+  LogConfig log;
+  PollerConfig poller;
+
+  // The effective configuration, one `key.path: value` per line, for the
+  // startup log. Passwords in postgres.conninfo and secret-looking
+  // kafka.properties (password, secret, sasl.jaas, oauthbearer, private keys)
+  // are replaced by "****".
+  std::string Redacted() const;
+};
+
+// Parses YAML text on top of the defaults and validates. `source` names the
+// text in error messages (normally the file name).
+absl::StatusOr<Config> ParseConfigYaml(absl::string_view yaml,
+                                       absl::string_view source);
+
+// Reads command_line.config_path (if set), applies the command-line
+// overrides in order, resolves table inheritance and validates.
+absl::StatusOr<Config> LoadConfig(const CommandLine& command_line);
+
+// Names used in YAML, --set and logs ("halt", "json", "warn", "mark").
+absl::string_view EnumName(OnInvalid v);
+absl::string_view EnumName(LogFormat v);
+absl::string_view EnumName(LogLevel v);
+absl::string_view EnumName(PollerMode v);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_CONFIG_CONFIG_H_

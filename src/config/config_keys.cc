@@ -1,0 +1,353 @@
+#include "config/config_keys.h"
+
+#include <type_traits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace outbox {
+namespace {
+
+template <typename T>
+T* Touch(std::optional<T>& o) {
+  if (!o.has_value()) o.emplace();
+  return &*o;
+}
+
+// Accessor shorthands: G(expr) for a Config field, T(expr) for a table one.
+#define G(expr) [](Config& c) -> FieldRef { return &c.expr; }
+#define T(expr) [](TableDraft& t) -> FieldRef { return Touch(t.expr); }
+
+ConfigKey Global(absl::string_view path, FieldRef (*global)(Config&),
+                 absl::string_view description) {
+  ConfigKey k;
+  k.path = path;
+  k.description = description;
+  k.global = global;
+  return k;
+}
+
+ConfigKey Table(absl::string_view path, FieldRef (*table)(TableDraft&),
+                absl::string_view default_text, absl::string_view description) {
+  ConfigKey k;
+  k.path = path;
+  k.description = description;
+  k.table = table;
+  k.default_text = default_text;
+  return k;
+}
+
+ConfigKey List(absl::string_view path, absl::string_view default_text,
+               absl::string_view description) {
+  ConfigKey k;
+  k.path = path;
+  k.description = description;
+  k.default_text = default_text;
+  return k;
+}
+
+std::vector<ConfigKey> BuildKeys() {
+  std::vector<ConfigKey> k;
+  auto add = [&k](ConfigKey key) { k.push_back(key); };
+  // postgres
+  add(Global("postgres.conninfo", G(postgres.conninfo),
+             "libpq conninfo string or URI of the database holding the outbox; "
+             "empty uses libpq's PG* environment variables")
+          .Secret());
+  add(Global(
+      "postgres.slot", G(postgres.slot),
+      "logical replication slot name (lowercase letters, digits, underscore)"));
+  add(Global("postgres.create_slot", G(postgres.create_slot),
+             "create the slot (wal2json) when it does not exist"));
+  add(Global("postgres.status_interval_ms", G(postgres.status_interval_ms),
+             "interval between standby status updates sent to the server")
+          .Min(1));
+  add(Global(
+      "postgres.connect_timeout_s", G(postgres.connect_timeout_s),
+      "libpq connect_timeout for each connection attempt; 0 waits forever"));
+  add(Global("postgres.reconnect_backoff_initial_ms",
+             G(postgres.reconnect_backoff_initial_ms),
+             "first delay before reconnecting after a lost connection")
+          .Min(1));
+  add(Global("postgres.reconnect_backoff_max_ms",
+             G(postgres.reconnect_backoff_max_ms),
+             "cap of the doubling reconnect delay")
+          .Min(1));
+  // outbox defaults
+  add(Global("outbox.columns.id", G(outbox.columns.id),
+             "event id column, sent in header \"id\" (inherited by tables)"));
+  add(Global("outbox.columns.aggregatetype", G(outbox.columns.aggregatetype),
+             "aggregate type column (inherited by tables)"));
+  add(Global("outbox.columns.aggregateid", G(outbox.columns.aggregateid),
+             "aggregate id column, the default key (inherited by tables)"));
+  add(Global("outbox.columns.type", G(outbox.columns.type),
+             "event type column (inherited by tables)"));
+  add(Global("outbox.columns.payload", G(outbox.columns.payload),
+             "payload column, the record value (inherited by tables)"));
+  add(Global("outbox.topic", G(outbox.topic),
+             "topic template: {column} is replaced by that column's value, {{ "
+             "and }} are literal braces (inherited by tables)"));
+  add(Global("outbox.key", G(outbox.key),
+             "column whose value is the record key; empty means the "
+             "aggregateid column (inherited by tables)"));
+  add(Global("outbox.headers", G(outbox.headers),
+             "map of column -> header name added to every record (inherited by "
+             "tables); the event id is always header \"id\""));
+  add(Global(
+      "outbox.on_invalid", G(outbox.on_invalid),
+      "what to do with a row that cannot become a record: halt | dead_letter"));
+  add(Global("outbox.dead_letter_topic", G(outbox.dead_letter_topic),
+             "topic for invalid rows when on_invalid is dead_letter"));
+  add(List(
+      kTablesPath, "[public.outbox]",
+      "outbox tables; each entry is a table name or a map of the keys below"));
+  add(Table(
+      "outbox.tables[].table",
+      [](TableDraft& t) -> FieldRef { return &t.table; }, "(required)",
+      "table name, schema-qualified (schema defaults to public); required"));
+  add(Table("outbox.tables[].columns.id", T(id), "(inherits outbox.columns.id)",
+            "this table's event id column"));
+  add(Table("outbox.tables[].columns.aggregatetype", T(aggregatetype),
+            "(inherits outbox.columns.aggregatetype)",
+            "this table's aggregate type column"));
+  add(Table("outbox.tables[].columns.aggregateid", T(aggregateid),
+            "(inherits outbox.columns.aggregateid)",
+            "this table's aggregate id column"));
+  add(Table("outbox.tables[].columns.type", T(type),
+            "(inherits outbox.columns.type)",
+            "this table's event type column"));
+  add(Table("outbox.tables[].columns.payload", T(payload),
+            "(inherits outbox.columns.payload)",
+            "this table's payload column"));
+  add(Table("outbox.tables[].topic", T(topic), "(inherits outbox.topic)",
+            "this table's topic template"));
+  add(Table("outbox.tables[].key", T(key), "(inherits outbox.key)",
+            "this table's key column"));
+  add(Table(
+      "outbox.tables[].headers", T(headers), "(inherits outbox.headers)",
+      "this table's column -> header map; replaces outbox.headers entirely"));
+  // kafka
+  add(Global("kafka.brokers", G(kafka.brokers),
+             "bootstrap brokers, host:port[,host:port...]"));
+  add(Global("kafka.properties", G(kafka.properties),
+             "librdkafka producer properties passed through verbatim "
+             "(security.protocol, sasl.*, ssl.*, linger.ms, ...); entries "
+             "merge with the defaults shown, an empty value removes one"));
+  add(Global("kafka.flush_timeout_ms", G(kafka.flush_timeout_ms),
+             "how long shutdown waits for outstanding deliveries"));
+  // limits
+  add(Global("limits.max_inflight_events", G(limits.max_inflight_events),
+             "events handed to Kafka but not yet acknowledged before reading "
+             "pauses")
+          .Min(1));
+  add(Global("limits.max_inflight_bytes", G(limits.max_inflight_bytes),
+             "bytes handed to Kafka but not yet acknowledged before reading "
+             "pauses (KiB/MiB/GiB suffixes allowed)")
+          .Min(1)
+          .Bytes());
+  // http
+  add(Global("http.listen", G(http.listen),
+             "host:port for /metrics and /healthz; empty disables"));
+  // log
+  add(Global("log.format", G(log.format), "text | json"));
+  add(Global("log.level", G(log.level), "debug | info | warn | error"));
+  add(Global("log.progress_interval_s", G(log.progress_interval_s),
+             "interval between progress lines; 0 disables"));
+  // poller
+  add(Global(
+          "poller.interval_ms", G(poller.interval_ms),
+          "outbox-poller: delay between polls when the last one found nothing")
+          .Min(1));
+  add(Global("poller.batch_size", G(poller.batch_size),
+             "outbox-poller: rows claimed per transaction")
+          .Min(1));
+  add(Global("poller.max_attempts", G(poller.max_attempts),
+             "outbox-poller: failed deliveries before a row is dead-lettered")
+          .Min(1));
+  add(Global("poller.backoff_initial_ms", G(poller.backoff_initial_ms),
+             "outbox-poller: first retry delay of a failed row")
+          .Min(1));
+  add(Global("poller.backoff_max_ms", G(poller.backoff_max_ms),
+             "outbox-poller: cap of the doubling retry delay")
+          .Min(1));
+  add(Global("poller.retention_s", G(poller.retention_s),
+             "outbox-poller: age after which sent rows are deleted (mode "
+             "mark); 0 keeps them"));
+  add(Global("poller.mode", G(poller.mode),
+             "outbox-poller: mark | delete delivered rows"));
+  add(Global("poller.notify", G(poller.notify),
+             "outbox-poller: also wake on LISTEN/NOTIFY"));
+  add(Global("poller.notify_channel", G(poller.notify_channel),
+             "outbox-poller: LISTEN channel name"));
+  return k;
+}
+
+#undef G
+#undef T
+
+constexpr absl::string_view kOnInvalidNames[] = {"halt", "dead_letter"};
+constexpr absl::string_view kLogFormatNames[] = {"text", "json"};
+constexpr absl::string_view kLogLevelNames[] = {"debug", "info", "warn",
+                                                "error"};
+constexpr absl::string_view kPollerModeNames[] = {"mark", "delete"};
+
+template <typename E>
+struct EnumTraits;
+template <>
+struct EnumTraits<OnInvalid> {
+  static constexpr const auto& kNames = kOnInvalidNames;
+};
+template <>
+struct EnumTraits<LogFormat> {
+  static constexpr const auto& kNames = kLogFormatNames;
+};
+template <>
+struct EnumTraits<LogLevel> {
+  static constexpr const auto& kNames = kLogLevelNames;
+};
+template <>
+struct EnumTraits<PollerMode> {
+  static constexpr const auto& kNames = kPollerModeNames;
+};
+
+template <typename E>
+absl::string_view NameOf(E v) {
+  return EnumTraits<E>::kNames[static_cast<int>(v)];
+}
+
+absl::Status ParseInt(const ConfigKey& key, absl::string_view text,
+                      int64_t* out) {
+  text = absl::StripAsciiWhitespace(text);
+  int64_t unit = 1;
+  if (key.bytes) {
+    for (auto [suffix, factor] :
+         {std::pair<absl::string_view, int64_t>{"KiB", int64_t{1} << 10},
+          {"MiB", int64_t{1} << 20},
+          {"GiB", int64_t{1} << 30}}) {
+      if (absl::ConsumeSuffix(&text, suffix)) {
+        unit = factor;
+        text = absl::StripTrailingAsciiWhitespace(text);
+        break;
+      }
+    }
+  }
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) ||
+      (v != 0 && (v > INT64_MAX / unit || v < INT64_MIN / unit))) {
+    return absl::InvalidArgumentError(absl::StrCat("expected an integer",
+                                                   key.bytes ? " (bytes)" : "",
+                                                   ", got \"", text, "\""));
+  }
+  v *= unit;
+  if (v < key.min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("must be at least ", key.min, ", got ", v));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view EnumName(OnInvalid v) { return NameOf(v); }
+absl::string_view EnumName(LogFormat v) { return NameOf(v); }
+absl::string_view EnumName(LogLevel v) { return NameOf(v); }
+absl::string_view EnumName(PollerMode v) { return NameOf(v); }
+
+bool ConfigKey::IsMap() const {
+  if (global != nullptr) {
+    Config scratch;
+    return std::holds_alternative<StringMap*>(global(scratch));
+  }
+  if (table != nullptr) {
+    TableDraft scratch;
+    return std::holds_alternative<StringMap*>(table(scratch));
+  }
+  return false;
+}
+
+const std::vector<ConfigKey>& ConfigKeys() {
+  static const std::vector<ConfigKey>* keys =
+      new std::vector<ConfigKey>(BuildKeys());
+  return *keys;
+}
+
+const ConfigKey* FindConfigKey(absl::string_view path) {
+  for (const ConfigKey& key : ConfigKeys()) {
+    if (key.path == path) return &key;
+  }
+  return nullptr;
+}
+
+bool IsConfigSection(absl::string_view prefix) {
+  for (const ConfigKey& key : ConfigKeys()) {
+    if (key.path.size() > prefix.size() && absl::StartsWith(key.path, prefix) &&
+        key.path[prefix.size()] == '.') {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status SetField(const ConfigKey& key, FieldRef field,
+                      absl::string_view text) {
+  return std::visit(
+      [&](auto* p) -> absl::Status {
+        using V = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<V, std::string>) {
+          *p = std::string(text);
+        } else if constexpr (std::is_same_v<V, int64_t>) {
+          return ParseInt(key, text, p);
+        } else if constexpr (std::is_same_v<V, bool>) {
+          if (text == "true" || text == "yes" || text == "on") {
+            *p = true;
+          } else if (text == "false" || text == "no" || text == "off") {
+            *p = false;
+          } else {
+            return absl::InvalidArgumentError(
+                absl::StrCat("expected true or false, got \"", text, "\""));
+          }
+        } else if constexpr (std::is_same_v<V, StringMap>) {
+          return absl::InvalidArgumentError("expected a map");
+        } else {
+          const auto& names = EnumTraits<V>::kNames;
+          for (size_t i = 0; i < std::size(names); ++i) {
+            if (text == names[i]) {
+              *p = static_cast<V>(i);
+              return absl::OkStatus();
+            }
+          }
+          return absl::InvalidArgumentError(
+              absl::StrCat("expected one of ", absl::StrJoin(names, " | "),
+                           ", got \"", text, "\""));
+        }
+        return absl::OkStatus();
+      },
+      field);
+}
+
+std::string RenderField(FieldRef field) {
+  return std::visit(
+      [](auto* p) -> std::string {
+        using V = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<V, std::string>) {
+          return p->empty() ? "\"\"" : *p;
+        } else if constexpr (std::is_same_v<V, int64_t>) {
+          return absl::StrCat(*p);
+        } else if constexpr (std::is_same_v<V, bool>) {
+          return *p ? "true" : "false";
+        } else if constexpr (std::is_same_v<V, StringMap>) {
+          return absl::StrCat(
+              "{", absl::StrJoin(*p, ", ", absl::PairFormatter(": ")), "}");
+        } else {
+          return std::string(NameOf(*p));
+        }
+      },
+      field);
+}
+
+}  // namespace outbox

@@ -1,0 +1,239 @@
+#include "kafka/rdkafka_sink.h"
+
+#include <fcntl.h>
+#include <librdkafka/rdkafka.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace outbox {
+
+struct RdKafkaCallbacks {
+  static void Delivery(rd_kafka_t*, const rd_kafka_message_t* msg,
+                       void* opaque) {
+    static_cast<RdKafkaSink*>(opaque)->HandleDelivery(msg);
+  }
+  static void Error(rd_kafka_t*, int err, const char* reason, void* opaque) {
+    static_cast<RdKafkaSink*>(opaque)->HandleError(err, reason);
+  }
+  static void Log(const rd_kafka_t*, int level, const char* fac,
+                  const char* buf) {
+    // librdkafka's own log lines go to stderr, prefixed so they stand out
+    // among the relay's. Connection errors repeat while a broker is down;
+    // the relay reports the outage itself, so only warnings and worse.
+    if (level <= 4) fprintf(stderr, "librdkafka %s: %s\n", fac, buf);
+  }
+};
+
+namespace {
+
+bool IsSecret(absl::string_view key) {
+  return absl::StrContains(key, "password") ||
+         absl::StrContains(key, "secret") ||
+         absl::StrContains(key, "sasl.oauthbearer.config") ||
+         absl::StrContains(key, ".pem") || key == "ssl.key.pem";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
+    const KafkaOptions& options) {
+  std::unique_ptr<RdKafkaSink> sink(new RdKafkaSink);
+  std::map<std::string, std::string> props = {
+      {"enable.idempotence", "true"},
+      {"acks", "all"},
+      {"partitioner", "murmur2_random"},
+      {"message.timeout.ms", "0"},
+      {"linger.ms", "20"},
+      {"batch.num.messages", "10000"},
+      {"queue.buffering.max.messages", "1000000"},
+      {"queue.buffering.max.kbytes", "1048576"},
+      {"socket.keepalive.enable", "true"},
+      {"reconnect.backoff.max.ms", "2000"},
+      {"client.id", "outbox-relay"},
+  };
+  if (!options.brokers.empty()) props["bootstrap.servers"] = options.brokers;
+  for (const auto& [k, v] : options.properties) props[k] = v;
+
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  for (const auto& [k, v] : props) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) !=
+        RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return absl::InvalidArgumentError(
+          absl::StrCat("kafka property ", k, ": ", err));
+    }
+    sink->effective_[k] = IsSecret(k) ? "****" : v;
+  }
+  rd_kafka_conf_set_opaque(conf, sink.get());
+  rd_kafka_conf_set_dr_msg_cb(conf, &RdKafkaCallbacks::Delivery);
+  rd_kafka_conf_set_error_cb(conf, &RdKafkaCallbacks::Error);
+  rd_kafka_conf_set_log_cb(conf, &RdKafkaCallbacks::Log);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create the Kafka producer: ", err));
+  }
+  sink->rk_ = rk;
+  if (pipe2(sink->wake_, O_NONBLOCK | O_CLOEXEC) != 0) {
+    return absl::InternalError("pipe2 failed");
+  }
+  rd_kafka_queue_t* main_queue = rd_kafka_queue_get_main(rk);
+  rd_kafka_queue_io_event_enable(main_queue, sink->wake_[1], "1", 1);
+  rd_kafka_queue_destroy(main_queue);
+  return sink;
+}
+
+RdKafkaSink::~RdKafkaSink() {
+  if (rk_ != nullptr) {
+    // Whatever is still queued was never confirmed: dropping it only means
+    // it is read again from the slot next time.
+    rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    handler_ = nullptr;
+    rd_kafka_poll(rk_, 0);
+    rd_kafka_destroy(rk_);
+  }
+  for (int fd : wake_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void RdKafkaSink::SetDeliveryHandler(DeliveryHandler handler) {
+  handler_ = std::move(handler);
+}
+
+absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
+  rd_kafka_headers_t* headers = nullptr;
+  if (!record.headers.empty()) {
+    headers = rd_kafka_headers_new(record.headers.size());
+    for (const Header& h : record.headers) {
+      rd_kafka_header_add(headers, h.name.data(),
+                          static_cast<ssize_t>(h.name.size()),
+                          h.is_null ? nullptr : h.value.data(),
+                          h.is_null ? 0 : static_cast<ssize_t>(h.value.size()));
+    }
+  }
+  rd_kafka_resp_err_t e = rd_kafka_producev(
+      rk_, RD_KAFKA_V_TOPIC(record.topic.c_str()),
+      RD_KAFKA_V_KEY(record.key_is_null ? nullptr : record.key.data(),
+                     record.key_is_null ? 0 : record.key.size()),
+      RD_KAFKA_V_VALUE(record.value_is_null
+                           ? nullptr
+                           : const_cast<char*>(record.value.data()),
+                       record.value_is_null ? 0 : record.value.size()),
+      RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+      RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(ticket)), RD_KAFKA_V_END);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    ++outstanding_;
+    return absl::OkStatus();
+  }
+  if (headers != nullptr) rd_kafka_headers_destroy(headers);
+  if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+    return absl::ResourceExhaustedError("kafka producer queue full");
+  }
+  if (e == RD_KAFKA_RESP_ERR__FATAL) return health();
+  return absl::InvalidArgumentError(
+      absl::StrCat("kafka rejected the record for topic ", record.topic, ": ",
+                   rd_kafka_err2str(e)));
+}
+
+void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
+  --outstanding_;
+  if (!handler_) return;
+  DeliveryReport report;
+  report.ticket = reinterpret_cast<uint64_t>(msg->_private);
+  report.partition = msg->partition;
+  report.offset = msg->offset;
+  Record& r = report.record;
+  r.topic = rd_kafka_topic_name(msg->rkt);
+  r.key_is_null = msg->key == nullptr;
+  if (msg->key) r.key = {static_cast<const char*>(msg->key), msg->key_len};
+  r.value_is_null = msg->payload == nullptr;
+  if (msg->payload) {
+    r.value = {static_cast<const char*>(msg->payload), msg->len};
+  }
+  if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    report.status = IsPermanentRecordError(msg->err)
+                        ? absl::InvalidArgumentError(rd_kafka_err2str(msg->err))
+                        : absl::UnavailableError(rd_kafka_err2str(msg->err));
+    rd_kafka_headers_t* hdrs = nullptr;
+    if (rd_kafka_message_headers(msg, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* name;
+      const void* val;
+      size_t size;
+      for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) ==
+                         RD_KAFKA_RESP_ERR_NO_ERROR;
+           ++i) {
+        Header h;
+        h.name = name;
+        h.is_null = val == nullptr;
+        if (val) h.value = {static_cast<const char*>(val), size};
+        if (h.name == "id") r.event_id = h.value;
+        r.headers.push_back(std::move(h));
+      }
+    }
+  }
+  handler_(report);
+}
+
+void RdKafkaSink::HandleError(int err, const char* reason) {
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    char buf[512];
+    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk_, buf, sizeof(buf));
+    fatal_ = absl::StrCat(rd_kafka_err2name(orig), ": ", buf);
+  }
+}
+
+bool RdKafkaSink::IsPermanentRecordError(int e) {
+  switch (static_cast<rd_kafka_resp_err_t>(e)) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
+    case RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR__INVALID_ARG:
+    case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int RdKafkaSink::Poll(int timeout_ms) {
+  char drain[64];
+  while (read(wake_[0], drain, sizeof(drain)) > 0) {
+  }
+  return rd_kafka_poll(rk_, timeout_ms);
+}
+
+absl::Status RdKafkaSink::Flush(int timeout_ms) {
+  rd_kafka_resp_err_t e = rd_kafka_flush(rk_, timeout_ms);
+  if (e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(outstanding_, " Kafka deliveries still outstanding after ",
+                     timeout_ms, " ms"));
+  }
+  return health();
+}
+
+void RdKafkaSink::Purge() {
+  rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  rd_kafka_poll(rk_, 0);
+}
+
+absl::Status RdKafkaSink::health() const {
+  if (!fatal_.empty()) {
+    return absl::InternalError(
+        absl::StrCat("fatal Kafka producer error: ", fatal_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace outbox

@@ -1,0 +1,77 @@
+// RdKafkaSink: the EventSink over a librdkafka idempotent producer.
+//
+// Defaults set before the user's properties (which override them):
+// enable.idempotence=true (acks=all, ordered retries), partitioner
+// murmur2_random (the Java client's key hashing, so an aggregate lands on the
+// same partition whoever produces it), message.timeout.ms=0 (retry for ever:
+// a Kafka outage stalls the relay, it never fails events).
+//
+// Threading: one thread calls everything; the delivery handler runs inside
+// Poll() and Flush() on that thread. The only file that includes rdkafka.h
+// for producing.
+#ifndef OUTBOX_KAFKA_RDKAFKA_SINK_H_
+#define OUTBOX_KAFKA_RDKAFKA_SINK_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "outbox/event_sink.h"
+
+struct rd_kafka_s;
+struct rd_kafka_message_s;
+
+namespace outbox {
+
+struct KafkaOptions {
+  std::string brokers;
+  // librdkafka properties, passed through verbatim (TLS, SASL, batching...).
+  std::map<std::string, std::string> properties;
+};
+
+class RdKafkaSink : public EventSink {
+ public:
+  // InvalidArgument names a property librdkafka rejected.
+  static absl::StatusOr<std::unique_ptr<RdKafkaSink>> Create(
+      const KafkaOptions& options);
+  ~RdKafkaSink() override;
+
+  void SetDeliveryHandler(DeliveryHandler handler) override;
+  absl::Status Produce(const Record& record, uint64_t ticket) override;
+  int Poll(int timeout_ms) override;
+  absl::Status Flush(int timeout_ms) override;
+  absl::Status health() const override;
+  int64_t outstanding() const override { return outstanding_; }
+  int wake_fd() const override { return wake_[0]; }
+
+  // Drops everything queued without waiting (reports arrive as failures
+  // with a purge error). For shutdown after a failed flush.
+  void Purge();
+
+  // True for delivery errors that are about the record itself (too large,
+  // bad topic, not authorized), which no retry can fix: poison rows.
+  static bool IsPermanentRecordError(int rd_kafka_resp_err);
+
+  // The properties the producer was built with, secrets masked.
+  const std::map<std::string, std::string>& effective_properties() const {
+    return effective_;
+  }
+
+ private:
+  RdKafkaSink() = default;
+  friend struct RdKafkaCallbacks;
+  void HandleDelivery(const rd_kafka_message_s* msg);
+  void HandleError(int err, const char* reason);
+
+  rd_kafka_s* rk_ = nullptr;
+  DeliveryHandler handler_;
+  int64_t outstanding_ = 0;
+  int wake_[2] = {-1, -1};
+  std::string fatal_;  // set by the error callback on a fatal error
+  std::map<std::string, std::string> effective_;
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_KAFKA_RDKAFKA_SINK_H_

@@ -1,0 +1,91 @@
+// LibpqReplicationStream: the ReplicationStream over a libpq walsender
+// connection (replication=database) streaming wal2json format-version 2.
+//
+// Connect() opens the connection and checks every precondition the relay
+// needs, turning each failure into one actionable line:
+//   FailedPrecondition  wal_level not logical, wal2json not allowed by
+//                       output_plugin_libraries or not installed, no
+//                       REPLICATION privilege, slot missing (create_slot off),
+//                       slot made with another plugin or for another
+//                       database, outbox table or column missing
+//   Unavailable         server unreachable, or the slot is held by another
+//                       process (a hot standby waits on this and retries)
+// Start() then streams from the slot; Read() never blocks.
+//
+// Threading: one thread owns an instance. The only file in the project that
+// includes libpq-fe.h for replication.
+#ifndef OUTBOX_PG_LIBPQ_REPLICATION_STREAM_H_
+#define OUTBOX_PG_LIBPQ_REPLICATION_STREAM_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "outbox/replication_stream.h"
+
+struct pg_conn;
+
+namespace outbox {
+
+struct ReplicationOptions {
+  std::string conninfo;  // libpq conninfo or URI; "" = PG* environment
+  std::string slot = "outbox_relay";
+  bool create_slot = true;
+  // Tables to stream, each with the columns that must exist.
+  struct Table {
+    std::string schema;
+    std::string name;
+    std::vector<std::string> required_columns;
+  };
+  std::vector<Table> tables;
+  // application_name shown in pg_stat_replication.
+  std::string application_name = "outbox-relay";
+};
+
+struct ServerInfo {
+  std::string system_id;
+  int timeline = 0;
+  Lsn xlogpos = kInvalidLsn;
+  std::string dbname;
+  std::string version;  // server_version
+  Lsn slot_confirmed_flush = kInvalidLsn;
+  Lsn slot_restart = kInvalidLsn;
+  bool slot_created = false;
+};
+
+class LibpqReplicationStream : public ReplicationStream {
+ public:
+  static absl::StatusOr<std::unique_ptr<LibpqReplicationStream>> Connect(
+      const ReplicationOptions& options);
+  ~LibpqReplicationStream() override;
+
+  const ServerInfo& server() const { return server_; }
+
+  absl::Status Start(Lsn start) override;
+  absl::StatusOr<bool> Read(StreamMessage* out) override;
+  absl::Status SendStatus(Lsn received, Lsn flushed,
+                          bool reply_requested) override;
+  int socket() const override;
+  absl::Status Stop() override;
+
+  // The wal2json options START_REPLICATION passes (for logs and tests).
+  static std::string PluginOptions(const ReplicationOptions& options);
+
+ private:
+  LibpqReplicationStream(pg_conn* conn, ReplicationOptions options)
+      : conn_(conn), options_(std::move(options)) {}
+  absl::Status CheckServer();
+  absl::Status CheckTables();
+  absl::Status EnsureSlot();
+
+  pg_conn* conn_;
+  ReplicationOptions options_;
+  ServerInfo server_;
+  char* buffer_ = nullptr;  // last PQgetCopyData buffer, freed on next Read
+  bool streaming_ = false;
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_PG_LIBPQ_REPLICATION_STREAM_H_

@@ -1,0 +1,369 @@
+#include "relay/relay.h"
+
+#include <poll.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "outbox/status_macros.h"
+
+namespace outbox {
+namespace {
+
+constexpr int kReadBatch = 512;
+constexpr int64_t kEagerStatusUs = 100'000;  // status soon after progress
+
+std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
+
+}  // namespace
+
+Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
+             Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
+             Lsn start)
+    : options_(options),
+      stream_(stream),
+      decoder_(decoder),
+      router_(router),
+      sink_(sink),
+      clock_(clock),
+      tracker_(start) {
+  stats_.confirmed = start;
+  stats_.received = start;
+  last_sent_flush_ = start;
+  sink_->SetDeliveryHandler(
+      [this](const DeliveryReport& report) { OnDelivery(report); });
+}
+
+bool Relay::Backpressured() const {
+  return stats_.inflight_events >= options_.max_inflight_events ||
+         stats_.inflight_bytes >= options_.max_inflight_bytes;
+}
+
+absl::Status Relay::Run(const std::atomic<bool>& stop) {
+  RETURN_IF_ERROR(stream_->Start(tracker_.confirmed()));
+  last_status_us_ = clock_->NowMicros();
+  last_progress_us_ = last_status_us_;
+  StreamMessage msg;
+  while (!stop.load(std::memory_order_relaxed)) {
+    sink_->Poll(0);
+    if (!delivery_error_.ok()) return Shutdown(delivery_error_);
+    if (absl::Status h = sink_->health(); !h.ok()) return Shutdown(h);
+    if (absl::Status s = DeadLetterFailedDeliveries(); !s.ok()) {
+      return Shutdown(s);
+    }
+    bool more = false;
+    int n = 0;
+    stats_.backpressured = Backpressured();
+    while (!Backpressured()) {
+      absl::StatusOr<bool> got = stream_->Read(&msg);
+      if (!got.ok()) return Shutdown(got.status());
+      if (!*got) break;
+      if (absl::Status s = HandleMessage(msg); !s.ok()) {
+        return Shutdown(delivery_error_.ok() ? s : delivery_error_);
+      }
+      if (++n == kReadBatch) {
+        more = true;
+        break;
+      }
+    }
+    if (absl::Status s = MaybeSendStatus(false); !s.ok()) return Shutdown(s);
+    MaybeLogProgress();
+    if (!more) {
+      int64_t until_status = options_.status_interval_ms -
+                             (clock_->NowMicros() - last_status_us_) / 1000;
+      int timeout = static_cast<int>(std::clamp<int64_t>(until_status, 0, 100));
+      WaitForWork(timeout, !Backpressured());
+    }
+  }
+  return Shutdown(absl::OkStatus());
+}
+
+absl::Status Relay::HandleMessage(const StreamMessage& msg) {
+  if (msg.type == StreamMessage::Type::kKeepalive) {
+    stats_.received = std::max(stats_.received, msg.wal_end);
+    // Between transactions everything committed before walEnd has been
+    // sent to us, so walEnd may be confirmed once all before it is.
+    if (!in_transaction_) tracker_.Advance(msg.wal_end);
+    if (msg.reply_requested) reply_requested_ = true;
+    return absl::OkStatus();
+  }
+  stats_.received = std::max(stats_.received, msg.data_start);
+  if (absl::Status s = decoder_->Decode(msg.payload, &change_); !s.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "cannot decode the wal2json record at LSN ", FormatLsn(msg.data_start),
+        ": ", s.message(), "; stopping without confirming it"));
+  }
+  switch (change_.kind) {
+    case Change::Kind::kBegin:
+      if (in_transaction_) {
+        return absl::DataLossError(absl::StrCat(
+            "wal2json stream has a second B record without C at LSN ",
+            FormatLsn(msg.data_start)));
+      }
+      in_transaction_ = true;
+      return tracker_.Begin(change_.commit_time_us);
+    case Change::Kind::kCommit:
+      if (!in_transaction_) {
+        return absl::DataLossError(
+            absl::StrCat("wal2json stream has a C record without B at LSN ",
+                         FormatLsn(msg.data_start)));
+      }
+      in_transaction_ = false;
+      ++stats_.transactions;
+      stats_.received = std::max(stats_.received, change_.end_lsn);
+      return tracker_.Commit(change_.end_lsn);
+    case Change::Kind::kInsert:
+      if (!in_transaction_) {
+        return absl::DataLossError(
+            absl::StrCat("wal2json insert outside a transaction at LSN ",
+                         FormatLsn(msg.data_start)));
+      }
+      return HandleInsert(msg);
+    default:
+      // Updates, deletes and truncates are filtered out by the plugin
+      // options ("actions" 'insert'); logical messages are not outbox
+      // events. Neither carries anything to deliver.
+      return absl::OkStatus();
+  }
+}
+
+absl::Status Relay::HandleInsert(const StreamMessage& msg) {
+  ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
+  if (absl::Status s = router_->Route(change_, &record_); !s.ok()) {
+    return Poison(s, ticket, record_.event_id, change_.lsn, msg.payload);
+  }
+  absl::Status s = ProduceTracked(record_, ticket);
+  if (absl::IsInvalidArgument(s)) {
+    // The sink refused this record itself (too large, bad topic...).
+    return Poison(s, ticket, record_.event_id, change_.lsn, msg.payload);
+  }
+  return s;
+}
+
+absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
+  for (;;) {
+    absl::Status s = sink_->Produce(record, ticket);
+    if (s.ok()) {
+      ++stats_.events_produced;
+      ++stats_.inflight_events;
+      stats_.inflight_bytes +=
+          static_cast<int64_t>(record.key.size() + record.value.size());
+      return absl::OkStatus();
+    }
+    if (!absl::IsResourceExhausted(s)) return s;
+    // The producer's queue is full: serve reports until it drains, and keep
+    // PostgreSQL informed meanwhile. The record stays tracked, so stopping
+    // here is safe: its transaction is never confirmed.
+    sink_->Poll(10);
+    RETURN_IF_ERROR(MaybeSendStatus(false));
+    if (!delivery_error_.ok()) {
+      return absl::CancelledError("stopping after a failed delivery");
+    }
+    RETURN_IF_ERROR(sink_->health());
+  }
+}
+
+absl::Status Relay::Poison(const absl::Status& why, uint64_t ticket,
+                           absl::string_view event_id, Lsn lsn,
+                           absl::string_view raw) {
+  std::string what = absl::StrCat(
+      event_id.empty() ? "" : absl::StrCat("event ", event_id, " "), "at LSN ",
+      FormatLsn(lsn), ": ", why.message());
+  if (!options_.dead_letter) {
+    tracker_.Failed(ticket).IgnoreError();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid outbox row ", what,
+        "; halting (outbox.on_invalid = halt), nothing at or past it is "
+        "confirmed"));
+  }
+  Log(Severity::kWarn, "dead-lettering invalid outbox row",
+      {{"event_id", std::string(event_id)},
+       {"lsn", LsnField(lsn)},
+       {"error", std::string(why.message())},
+       {"topic", options_.dead_letter_topic}});
+  dead_letter_.topic = options_.dead_letter_topic;
+  dead_letter_.key = event_id;
+  dead_letter_.key_is_null = event_id.empty();
+  dead_letter_.value = raw;
+  dead_letter_.value_is_null = false;
+  dead_letter_.event_id = event_id;
+  dead_letter_.headers.clear();
+  dead_letter_.headers.push_back({"id", event_id, event_id.empty()});
+  error_text_ = std::string(why.message());
+  lsn_text_ = FormatLsn(lsn);
+  dead_letter_.headers.push_back({"error", error_text_, false});
+  dead_letter_.headers.push_back({"lsn", lsn_text_, false});
+  absl::Status s = ProduceTracked(dead_letter_, ticket);
+  if (!s.ok()) {
+    tracker_.Failed(ticket).IgnoreError();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot dead-letter invalid outbox row ", what, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+void Relay::OnDelivery(const DeliveryReport& report) {
+  --stats_.inflight_events;
+  stats_.inflight_bytes -= static_cast<int64_t>(report.record.key.size() +
+                                                report.record.value.size());
+  bool to_dlq =
+      options_.dead_letter && report.record.topic == options_.dead_letter_topic;
+  if (report.status.ok()) {
+    ++stats_.events_delivered;
+    stats_.bytes_delivered += static_cast<int64_t>(report.record.value.size());
+    if (to_dlq) ++stats_.dead_lettered;
+    if (absl::Status s = tracker_.Delivered(report.ticket); !s.ok()) {
+      // A report the tracker cannot place: stop rather than guess.
+      if (delivery_error_.ok())
+        delivery_error_ = absl::InternalError(s.message());
+    }
+    return;
+  }
+  ++stats_.delivery_errors;
+  if (!delivery_error_.ok()) return;  // already winding down
+  std::string what =
+      absl::StrCat("delivery of event ", report.record.event_id, " to topic ",
+                   report.record.topic, " failed: ", report.status.message());
+  if (!absl::IsInvalidArgument(report.status)) {
+    // Transient (timeout, purge): restart from the slot; the slot's
+    // position never passed this event, so it is read again.
+    tracker_.Failed(report.ticket).IgnoreError();
+    delivery_error_ = absl::UnavailableError(what);
+    return;
+  }
+  if (!options_.dead_letter || to_dlq) {
+    tracker_.Failed(report.ticket).IgnoreError();
+    delivery_error_ = absl::InvalidArgumentError(absl::StrCat(
+        what, "; halting (outbox.on_invalid = ",
+        options_.dead_letter ? "dead_letter, and the dead letter failed"
+                             : "halt",
+        "), nothing at or past it is confirmed"));
+    return;
+  }
+  // Permanent error for this record: produce it to the dead-letter topic
+  // under the same ticket; only that delivery lets the watermark pass it.
+  failed_.push_back(FailedRecord{
+      report.ticket, std::string(report.record.event_id),
+      std::string(report.record.topic), std::string(report.record.key),
+      std::string(report.record.value), std::string(report.status.message())});
+}
+
+absl::Status Relay::DeadLetterFailedDeliveries() {
+  while (!failed_.empty()) {
+    FailedRecord f = std::move(failed_.front());
+    failed_.pop_front();
+    Log(Severity::kWarn, "dead-lettering undeliverable event",
+        {{"event_id", f.event_id}, {"topic", f.topic}, {"error", f.error}});
+    dead_letter_.topic = options_.dead_letter_topic;
+    dead_letter_.key = f.event_id;
+    dead_letter_.key_is_null = f.event_id.empty();
+    dead_letter_.value = f.value;
+    dead_letter_.value_is_null = false;
+    dead_letter_.event_id = f.event_id;
+    dead_letter_.headers.clear();
+    dead_letter_.headers.push_back({"id", f.event_id, f.event_id.empty()});
+    dead_letter_.headers.push_back({"error", f.error, false});
+    dead_letter_.headers.push_back({"topic", f.topic, false});
+    dead_letter_.headers.push_back({"key", f.key, false});
+    absl::Status s = ProduceTracked(dead_letter_, f.ticket);
+    if (!s.ok()) {
+      tracker_.Failed(f.ticket).IgnoreError();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot dead-letter event ", f.event_id, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Relay::MaybeSendStatus(bool force) {
+  int64_t now = clock_->NowMicros();
+  Lsn confirmed = tracker_.confirmed();
+  int64_t since = now - last_status_us_;
+  bool due = force || reply_requested_ ||
+             since >= int64_t{options_.status_interval_ms} * 1000 ||
+             (confirmed != last_sent_flush_ && since >= kEagerStatusUs);
+  if (!due) return absl::OkStatus();
+  stats_.confirmed = confirmed;
+  stats_.confirmed_commit_time_us = tracker_.confirmed_commit_time_us();
+  RETURN_IF_ERROR(stream_->SendStatus(std::max(stats_.received, confirmed),
+                                      confirmed, false));
+  ++stats_.status_updates;
+  last_sent_flush_ = confirmed;
+  last_status_us_ = now;
+  reply_requested_ = false;
+  return absl::OkStatus();
+}
+
+void Relay::MaybeLogProgress() {
+  if (options_.progress_interval_s <= 0) return;
+  int64_t now = clock_->NowMicros();
+  int64_t elapsed = now - last_progress_us_;
+  if (elapsed < int64_t{options_.progress_interval_s} * 1'000'000) return;
+  int64_t events = stats_.events_delivered - last_progress_events_;
+  Lsn confirmed = tracker_.confirmed();
+  std::string lag_s = "0";
+  if (stats_.inflight_events > 0 && stats_.confirmed_commit_time_us > 0) {
+    lag_s =
+        absl::StrCat((clock_->UnixMicros() - stats_.confirmed_commit_time_us) /
+                     1000 / 1000.0);
+  }
+  Log(Severity::kInfo, "progress",
+      {{"events_per_s", absl::StrCat(events * 1'000'000 / elapsed)},
+       {"delivered", absl::StrCat(stats_.events_delivered)},
+       {"confirmed_lsn", FormatLsn(confirmed)},
+       {"received_lsn", FormatLsn(stats_.received)},
+       {"lag_bytes",
+        absl::StrCat(stats_.received > confirmed ? stats_.received - confirmed
+                                                 : 0)},
+       {"lag_s", lag_s},
+       {"inflight", absl::StrCat(stats_.inflight_events)}});
+  last_progress_us_ = now;
+  last_progress_events_ = stats_.events_delivered;
+}
+
+void Relay::WaitForWork(int timeout_ms, bool want_stream) {
+  pollfd fds[2];
+  int n = 0;
+  if (want_stream && stream_->socket() >= 0) {
+    fds[n++] = {stream_->socket(), POLLIN, 0};
+  }
+  if (sink_->wake_fd() >= 0) {
+    fds[n++] = {sink_->wake_fd(), POLLIN, 0};
+  } else {
+    timeout_ms = std::min(timeout_ms, 10);
+  }
+  poll(fds, n, timeout_ms);
+}
+
+absl::Status Relay::Shutdown(absl::Status result) {
+  bool stream_alive = !absl::IsUnavailable(result) ||
+                      !delivery_error_.ok();  // a delivery error: stream ok
+  // Let Kafka finish what it has so the final position covers it. After a
+  // fatal producer error nothing more will be reported.
+  if (sink_->health().ok()) {
+    int timeout = result.ok() || absl::IsInvalidArgument(result) ||
+                          absl::IsDataLoss(result)
+                      ? options_.flush_timeout_ms
+                      : std::min(options_.flush_timeout_ms, 5000);
+    absl::Status f = sink_->Flush(timeout);
+    if (!f.ok()) {
+      Log(Severity::kWarn, "shutting down with undelivered events",
+          {{"error", std::string(f.message())}});
+    }
+    // Dead letters produced during the flush.
+    if (result.ok() && options_.dead_letter && !failed_.empty()) {
+      if (absl::Status s = DeadLetterFailedDeliveries(); s.ok()) {
+        sink_->Flush(options_.flush_timeout_ms).IgnoreError();
+      }
+    }
+  }
+  if (stream_alive) {
+    absl::Status s = MaybeSendStatus(/*force=*/true);
+    if (s.ok()) stream_->Stop().IgnoreError();
+  }
+  stats_.confirmed = tracker_.confirmed();
+  return result;
+}
+
+}  // namespace outbox

@@ -1,0 +1,130 @@
+// Relay: the CDC pipeline loop for one replication session.
+//
+//   stream --Read--> Decoder --Change--> Router --Record--> EventSink
+//      ^                                                       |
+//      +---- SendStatus(flush = AckTracker::confirmed()) <-----+ reports
+//
+// One thread runs everything: Run() polls the stream socket and the sink's
+// wake fd together, so no state is shared and nothing is locked.
+//
+// Invariant: the flush LSN sent to PostgreSQL never reaches past an event
+// whose Kafka delivery report has not come back successful (AckTracker).
+// Backpressure: when in-flight events or bytes reach their limits the loop
+// stops reading the stream but keeps serving the sink and sending status
+// updates, so memory stays bounded whatever the backlog or outage.
+//
+// Run() returns:
+//   OK                  stop was requested; everything deliverable was
+//                       flushed and the final position sent
+//   Unavailable         the connection dropped or a delivery failed for a
+//                       transient reason: reconnect from the slot
+//   Internal            the producer hit a fatal error: rebuild it
+//   DataLoss            a record the decoder cannot read (LSN in message)
+//   InvalidArgument     a poison row under on_invalid=halt (event id, LSN)
+#ifndef OUTBOX_RELAY_RELAY_H_
+#define OUTBOX_RELAY_RELAY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/ack_tracker.h"
+#include "outbox/change.h"
+#include "outbox/clock.h"
+#include "outbox/decoder.h"
+#include "outbox/event_sink.h"
+#include "outbox/record.h"
+#include "outbox/replication_stream.h"
+#include "route/router.h"
+
+namespace outbox {
+
+struct RelayOptions {
+  int status_interval_ms = 1000;
+  int64_t max_inflight_events = 100000;
+  int64_t max_inflight_bytes = 64 << 20;
+  bool dead_letter = false;  // on_invalid: false = halt
+  std::string dead_letter_topic = "outbox.dead_letter";
+  int flush_timeout_ms = 30000;
+  int progress_interval_s = 10;
+};
+
+// Counters a session accumulates; read after Run() or from the same thread.
+struct RelayStats {
+  int64_t events_produced = 0;
+  int64_t events_delivered = 0;
+  int64_t bytes_delivered = 0;
+  int64_t dead_lettered = 0;
+  int64_t delivery_errors = 0;
+  int64_t transactions = 0;
+  int64_t status_updates = 0;
+  Lsn received = kInvalidLsn;
+  Lsn confirmed = kInvalidLsn;
+  int64_t inflight_events = 0;
+  int64_t inflight_bytes = 0;
+  int64_t confirmed_commit_time_us = 0;
+  bool backpressured = false;
+};
+
+class Relay {
+ public:
+  // None of the pointers is owned; all must outlive Run(). `start` is the
+  // slot's confirmed position (the watermark starts there).
+  Relay(const RelayOptions& options, ReplicationStream* stream,
+        Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
+        Lsn start);
+
+  // Streams until `stop` becomes true or an error; see the header comment.
+  absl::Status Run(const std::atomic<bool>& stop);
+
+  const RelayStats& stats() const { return stats_; }
+
+ private:
+  absl::Status HandleMessage(const StreamMessage& msg);
+  absl::Status HandleInsert(const StreamMessage& msg);
+  absl::Status ProduceTracked(const Record& record, uint64_t ticket);
+  absl::Status DeadLetterFailedDeliveries();
+  absl::Status Poison(const absl::Status& why, uint64_t ticket,
+                      absl::string_view event_id, Lsn lsn,
+                      absl::string_view raw);
+  void OnDelivery(const DeliveryReport& report);
+  absl::Status MaybeSendStatus(bool force);
+  void MaybeLogProgress();
+  absl::Status Shutdown(absl::Status result);
+  bool Backpressured() const;
+  void WaitForWork(int timeout_ms, bool want_stream);
+
+  RelayOptions options_;
+  ReplicationStream* stream_;
+  Decoder* decoder_;
+  Router* router_;
+  EventSink* sink_;
+  Clock* clock_;
+  AckTracker tracker_;
+  Change change_;
+  Record record_;
+  Record dead_letter_;
+  RelayStats stats_;
+  absl::Status delivery_error_;  // first fatal error seen in a report
+  // Permanently failed deliveries waiting to be dead-lettered (copied out
+  // of the report: its views die with the handler).
+  struct FailedRecord {
+    uint64_t ticket;
+    std::string event_id, topic, key, value, error;
+  };
+  std::deque<FailedRecord> failed_;
+  std::string error_text_, lsn_text_;  // back dead_letter_'s header views
+  bool in_transaction_ = false;
+  Lsn last_sent_flush_ = kInvalidLsn;
+  int64_t last_status_us_ = 0;
+  bool reply_requested_ = false;
+  int64_t last_progress_us_ = 0;
+  int64_t last_progress_events_ = 0;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_RELAY_RELAY_H_

@@ -1,0 +1,34 @@
+// Supervisor: runs replication sessions for outbox-relay and decides what
+// each error means (STYLE.md rule 5):
+//   Unavailable / Internal / Cancelled  reconnect with exponential backoff
+//                     (server down, connection dropped, slot held by another
+//                     instance, fatal producer error: a fresh producer and
+//                     stream restart from the slot's confirmed position)
+//   FailedPrecondition  exit kExitPrecondition with the one-line reason
+//   InvalidArgument   a poison row under on_invalid=halt: kExitHalted
+//   DataLoss          an undecodable stream record: kExitStream
+// Threading: RunRelay() runs on the calling thread; `stop` may be set from a
+// signal handler.
+#ifndef OUTBOX_RELAY_SUPERVISOR_H_
+#define OUTBOX_RELAY_SUPERVISOR_H_
+
+#include <atomic>
+
+#include "config/config.h"
+
+namespace outbox {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitInternal = 1,
+  kExitUsage = 2,         // bad command line or config file
+  kExitPrecondition = 3,  // server not set up for the relay
+  kExitHalted = 4,        // poison row with on_invalid = halt
+  kExitStream = 5,        // undecodable replication stream
+};
+
+int RunRelay(const Config& config, const std::atomic<bool>& stop);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_RELAY_SUPERVISOR_H_

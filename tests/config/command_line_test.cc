@@ -1,0 +1,106 @@
+#include "config/command_line.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace outbox {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<CommandLine> Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "/usr/bin/outbox-relay");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+}
+
+MATCHER_P3(OverrideIs, flag, path, value, "") {
+  return arg.flag == flag && arg.path == path && arg.value == value;
+}
+
+TEST(CommandLineTest, DefaultsToRun) {
+  auto cl = Parse({});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->program, "outbox-relay");
+  EXPECT_EQ(cl->command, CommandLine::Command::kRun);
+  EXPECT_EQ(cl->config_path, "");
+  EXPECT_FALSE(cl->help);
+  EXPECT_FALSE(cl->version);
+  EXPECT_TRUE(cl->overrides.empty());
+}
+
+TEST(CommandLineTest, Subcommands) {
+  EXPECT_EQ(Parse({"status"})->command, CommandLine::Command::kStatus);
+  EXPECT_EQ(Parse({"--config", "x", "status"})->command,
+            CommandLine::Command::kStatus);
+  EXPECT_EQ(Parse({"run"})->command, CommandLine::Command::kRun);
+  EXPECT_THAT(Parse({"start"}).status().message(),
+              HasSubstr("unknown command \"start\""));
+  EXPECT_THAT(Parse({"run", "status"}).status().message(),
+              HasSubstr("unexpected argument \"status\""));
+}
+
+TEST(CommandLineTest, BothValueForms) {
+  auto cl = Parse({"--config=a.yaml", "--pg", "host=x port=5", "--kafka=k:1",
+                   "--slot", "s", "--tables=a,b", "--topic", "t.{type}",
+                   "--set", "limits.max_inflight_events=5",
+                   "--set=kafka.properties.linger.ms=a=b"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->config_path, "a.yaml");
+  EXPECT_THAT(cl->overrides,
+              ::testing::ElementsAre(
+                  OverrideIs("--pg", "postgres.conninfo", "host=x port=5"),
+                  OverrideIs("--kafka", "kafka.brokers", "k:1"),
+                  OverrideIs("--slot", "postgres.slot", "s"),
+                  OverrideIs("--tables", "outbox.tables", "a,b"),
+                  OverrideIs("--topic", "outbox.tables[*].topic", "t.{type}"),
+                  OverrideIs("--set", "limits.max_inflight_events", "5"),
+                  OverrideIs("--set", "kafka.properties.linger.ms", "a=b")));
+}
+
+TEST(CommandLineTest, HelpAndVersion) {
+  EXPECT_TRUE(Parse({"--help"})->help);
+  EXPECT_TRUE(Parse({"-h"})->help);
+  EXPECT_TRUE(Parse({"--version"})->version);
+  EXPECT_THAT(Parse({"--help=yes"}).status().message(),
+              HasSubstr("--help takes no value"));
+}
+
+TEST(CommandLineTest, Errors) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  for (const Case& tc : std::vector<Case>{
+           {{"--bogus"}, "unknown flag \"--bogus\""},
+           {{"--bogus=1"}, "unknown flag \"--bogus\""},
+           {{"-x"}, "unknown flag \"-x\""},
+           {{"--pg"}, "--pg needs a value"},
+           {{"--set", "novalue"}, "--set expects KEY=VALUE"},
+           {{"--set", "=1"}, "--set expects KEY=VALUE"},
+           {{"--config="}, "--config needs a file name"},
+       }) {
+    auto cl = Parse(tc.args);
+    EXPECT_EQ(cl.status().code(), absl::StatusCode::kInvalidArgument)
+        << tc.args[0];
+    EXPECT_THAT(cl.status().message(), HasSubstr(tc.message)) << tc.args[0];
+  }
+}
+
+TEST(CommandLineTest, HelpTextListsFlagsAndCommands) {
+  std::string help = HelpText("outbox-poller");
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [run|status]"));
+  for (const char* flag : {"--config FILE", "--pg CONNINFO", "--kafka BROKERS",
+                           "--slot NAME", "--tables A,B", "--topic TEMPLATE",
+                           "--set KEY=VALUE", "--help", "--version"}) {
+    EXPECT_THAT(help, HasSubstr(flag));
+  }
+  EXPECT_THAT(help, HasSubstr("  status "));
+}
+
+}  // namespace
+}  // namespace outbox

@@ -1,0 +1,446 @@
+#include "config/config.h"
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "config/command_line.h"
+#include "config/config_keys.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace outbox {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+Config ParseOrDie(absl::string_view yaml) {
+  auto c = ParseConfigYaml(yaml, "relay.yaml");
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *std::move(c) : Config{};
+}
+
+std::string ErrorOf(absl::string_view yaml) {
+  auto c = ParseConfigYaml(yaml, "relay.yaml");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
+  return std::string(c.status().message());
+}
+
+// Runs ParseCommandLine + LoadConfig on the given arguments.
+absl::StatusOr<Config> Load(std::vector<std::string> args) {
+  args.insert(args.begin(), "outbox-relay");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  auto cl = ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+  if (!cl.ok()) return cl.status();
+  return LoadConfig(*cl);
+}
+
+std::string WriteFile(absl::string_view name, absl::string_view text) {
+  std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ConfigTest, Defaults) {
+  for (const Config& c : {ParseOrDie(""), ParseOrDie("{}"), Config{}}) {
+    EXPECT_EQ(c.postgres.conninfo, "");
+    EXPECT_EQ(c.postgres.slot, "outbox_relay");
+    EXPECT_TRUE(c.postgres.create_slot);
+    EXPECT_EQ(c.postgres.status_interval_ms, 1000);
+    EXPECT_EQ(c.postgres.reconnect_backoff_initial_ms, 500);
+    EXPECT_EQ(c.postgres.reconnect_backoff_max_ms, 30000);
+    ASSERT_EQ(c.outbox.tables.size(), 1u);
+    const OutboxTable& t = c.outbox.tables[0];
+    EXPECT_EQ(t.QualifiedName(), "public.outbox");
+    EXPECT_EQ(t.columns.id, "id");
+    EXPECT_EQ(t.columns.aggregatetype, "aggregatetype");
+    EXPECT_EQ(t.columns.aggregateid, "aggregateid");
+    EXPECT_EQ(t.columns.type, "type");
+    EXPECT_EQ(t.columns.payload, "payload");
+    EXPECT_EQ(t.topic, "outbox.event.{aggregatetype}");
+    EXPECT_EQ(t.key, "aggregateid");
+    EXPECT_TRUE(t.headers.empty());
+    EXPECT_EQ(c.outbox.on_invalid, OnInvalid::kHalt);
+    EXPECT_EQ(c.outbox.dead_letter_topic, "outbox.dead_letter");
+    EXPECT_EQ(c.kafka.brokers, "127.0.0.1:9092");
+    EXPECT_THAT(c.kafka.properties,
+                UnorderedElementsAre(
+                    Pair("enable.idempotence", "true"), Pair("acks", "all"),
+                    Pair("partitioner", "murmur2_random"),
+                    Pair("linger.ms", "20"), Pair("compression.type", "none")));
+    EXPECT_EQ(c.kafka.flush_timeout_ms, 30000);
+    EXPECT_EQ(c.limits.max_inflight_events, 100000);
+    EXPECT_EQ(c.limits.max_inflight_bytes, 64 * 1024 * 1024);
+    EXPECT_EQ(c.http.listen, "127.0.0.1:9187");
+    EXPECT_EQ(c.log.format, LogFormat::kText);
+    EXPECT_EQ(c.log.level, LogLevel::kInfo);
+    EXPECT_EQ(c.log.progress_interval_s, 10);
+    EXPECT_EQ(c.poller.interval_ms, 500);
+    EXPECT_EQ(c.poller.batch_size, 500);
+    EXPECT_EQ(c.poller.max_attempts, 10);
+    EXPECT_EQ(c.poller.backoff_initial_ms, 1000);
+    EXPECT_EQ(c.poller.backoff_max_ms, 300000);
+    EXPECT_EQ(c.poller.retention_s, 86400);
+    EXPECT_EQ(c.poller.mode, PollerMode::kMark);
+    EXPECT_FALSE(c.poller.notify);
+    EXPECT_EQ(c.poller.notify_channel, "outbox_relay");
+  }
+}
+
+TEST(ConfigTest, ExampleFileLoadsAndMatchesDefaults) {
+  auto c = Load({"--config", OUTBOX_EXAMPLE_CONFIG});
+  ASSERT_TRUE(c.ok()) << c.status();
+  // Everything but the example conninfo is the default: the example
+  // documents the defaults, so rendering both must agree.
+  Config expected;
+  expected.postgres.conninfo = c->postgres.conninfo;
+  EXPECT_EQ(c->Redacted(), expected.Redacted());
+  EXPECT_THAT(c->postgres.conninfo, HasSubstr("dbname=app"));
+}
+
+TEST(ConfigTest, FullFileParses) {
+  Config c = ParseOrDie(R"(
+postgres:
+  conninfo: "host=db dbname=app"
+  slot: relay_2
+  create_slot: false
+  status_interval_ms: 250
+  connect_timeout_s: 3
+  reconnect_backoff_initial_ms: 100
+  reconnect_backoff_max_ms: 1000
+outbox:
+  on_invalid: dead_letter
+  dead_letter_topic: dlq
+  tables: [public.outbox, app.events]
+kafka:
+  brokers: "k1:9092,k2:9092"
+  properties: {linger.ms: 50, security.protocol: SASL_SSL, compression.type: ""}
+  flush_timeout_ms: 5000
+limits: {max_inflight_events: 10, max_inflight_bytes: 2KiB}
+http: {listen: ""}
+log: {format: json, level: warn, progress_interval_s: 0}
+poller: {interval_ms: 1, batch_size: 2, max_attempts: 3, backoff_initial_ms: 4,
+         backoff_max_ms: 5, retention_s: 0, mode: delete, notify: yes,
+         notify_channel: ch}
+)");
+  EXPECT_EQ(c.postgres.conninfo, "host=db dbname=app");
+  EXPECT_EQ(c.postgres.slot, "relay_2");
+  EXPECT_FALSE(c.postgres.create_slot);
+  EXPECT_EQ(c.postgres.status_interval_ms, 250);
+  EXPECT_EQ(c.postgres.connect_timeout_s, 3);
+  EXPECT_EQ(c.outbox.on_invalid, OnInvalid::kDeadLetter);
+  EXPECT_EQ(c.outbox.dead_letter_topic, "dlq");
+  ASSERT_EQ(c.outbox.tables.size(), 2u);
+  EXPECT_EQ(c.outbox.tables[1].schema, "app");
+  EXPECT_EQ(c.outbox.tables[1].name, "events");
+  EXPECT_EQ(c.kafka.brokers, "k1:9092,k2:9092");
+  EXPECT_EQ(c.kafka.properties.at("linger.ms"), "50");
+  EXPECT_EQ(c.kafka.properties.at("security.protocol"), "SASL_SSL");
+  EXPECT_EQ(c.kafka.properties.count("compression.type"), 0u);
+  EXPECT_EQ(c.kafka.properties.at("acks"), "all");
+  EXPECT_EQ(c.limits.max_inflight_bytes, 2048);
+  EXPECT_EQ(c.http.listen, "");
+  EXPECT_EQ(c.log.format, LogFormat::kJson);
+  EXPECT_EQ(c.log.level, LogLevel::kWarn);
+  EXPECT_EQ(c.poller.mode, PollerMode::kDelete);
+  EXPECT_TRUE(c.poller.notify);
+  EXPECT_EQ(c.poller.notify_channel, "ch");
+}
+
+TEST(ConfigTest, UnknownKeysAreRejectedWithTheirPath) {
+  struct Case {
+    const char* yaml;
+    const char* path;
+  };
+  for (const Case& tc : std::vector<Case>{
+           {"bogus: 1", "bogus"},
+           {"postgres: {slots: x}", "postgres.slots"},
+           {"outbox: {topics: x}", "outbox.topics"},
+           {"outbox: {columns: {idd: x}}", "outbox.columns.idd"},
+           {"outbox:\n  tables:\n    - table: t\n      colums: {}",
+            "outbox.tables[0].colums"},
+           {"outbox: {tables: [a, {table: b, columns: {bodyy: x}}]}",
+            "outbox.tables[1].columns.bodyy"},
+           {"outbox: {tables: [{table: b, on_invalid: halt}]}",
+            "outbox.tables[0].on_invalid"},
+           {"kafka: {broker: x}", "kafka.broker"},
+           {"limits: {max_events: 1}", "limits.max_events"},
+           {"http: {port: 1}", "http.port"},
+           {"log: {colour: true}", "log.colour"},
+           {"poller: {intervalms: 1}", "poller.intervalms"},
+           {"postgres.slot: x", "postgres.slot"},
+       }) {
+    EXPECT_THAT(
+        ErrorOf(tc.yaml),
+        HasSubstr(absl::StrCat("relay.yaml: unknown key \"", tc.path, "\"")))
+        << tc.yaml;
+  }
+  EXPECT_THAT(ErrorOf("log:\n  level: info\n  colour: true\n"),
+              HasSubstr("(line 3)"));
+}
+
+TEST(ConfigTest, TypeErrorsAreOneLine) {
+  struct Case {
+    const char* yaml;
+    const char* message;
+  };
+  for (const Case& tc : std::vector<Case>{
+           {"postgres: {status_interval_ms: fast}",
+            "\"postgres.status_interval_ms\": expected an integer"},
+           {"postgres: {status_interval_ms: 0}", "must be at least 1"},
+           {"limits: {max_inflight_events: -5}", "must be at least 1"},
+           {"limits: {max_inflight_bytes: 3 TB}", "expected an integer"},
+           {"postgres: {create_slot: maybe}", "expected true or false"},
+           {"log: {level: verbose}",
+            "expected one of debug | info | warn | error"},
+           {"poller: {mode: drop}", "expected one of mark | delete"},
+           {"postgres: {slot: [a]}", "expected a scalar, got a list"},
+           {"postgres: 5", "\"postgres\": expected a map"},
+           {"kafka: {properties: [a]}", "\"kafka.properties\": expected a map"},
+           {"kafka: {properties: {linger.ms: [1]}}", "map of strings"},
+           {"outbox: {tables: public.outbox}", "expected a list"},
+           {"outbox: {tables: [{columns: {id: x}}]}",
+            "\"outbox.tables[0].table\": is required"},
+           {"outbox: {tables: []}", "\"outbox.tables\": is empty"},
+           {"outbox: {tables: [a, public.a]}", "public.a is listed twice"},
+           {"outbox: {tables: [.a]}", "is not schema.table"},
+           {"outbox: {headers: {type: id}}", "reserved for the event id"},
+           {"outbox: {columns: {payload: \"\"}}",
+            "\"outbox.tables[0].columns.payload\": must not be empty"},
+           {"postgres: {slot: Bad-Slot}", "is not a slot name"},
+           {"http: {listen: localhost}", "is not host:port"},
+           {"kafka: {properties: {bootstrap.servers: x}}", "use kafka.brokers"},
+           {"postgres: {reconnect_backoff_max_ms: 10}",
+            "must be at least postgres.reconnect_backoff_initial_ms"},
+           {"log: [", "relay.yaml:"},
+           {"[1, 2]", "expected a map at the top level"},
+       }) {
+    std::string error = ErrorOf(tc.yaml);
+    EXPECT_THAT(error, HasSubstr(tc.message)) << tc.yaml;
+    EXPECT_THAT(error, Not(HasSubstr("\n"))) << tc.yaml;
+  }
+}
+
+TEST(ConfigTest, DeadLetterRequiresTopic) {
+  EXPECT_THAT(
+      ErrorOf("outbox: {on_invalid: dead_letter, dead_letter_topic: \"\"}"),
+      HasSubstr("\"outbox.dead_letter_topic\": must be set"));
+  EXPECT_TRUE(ParseConfigYaml(
+                  "outbox: {on_invalid: halt, dead_letter_topic: \"\"}", "x")
+                  .ok());
+}
+
+TEST(ConfigTest, TablesInheritColumnsTopicKeyAndHeaders) {
+  Config c = ParseOrDie(R"(
+outbox:
+  columns: {payload: body, aggregateid: entity}
+  topic: "events.{type}"
+  headers: {type: eventType}
+  tables:
+    - public.outbox
+    - table: billing.outbox
+      columns: {id: event_id}
+      topic: "billing.{aggregatetype}"
+      key: type
+      headers: {trace: traceparent}
+    - table: other
+)");
+  ASSERT_EQ(c.outbox.tables.size(), 3u);
+  const OutboxTable& a = c.outbox.tables[0];
+  EXPECT_EQ(a.columns.payload, "body");
+  EXPECT_EQ(a.columns.id, "id");
+  EXPECT_EQ(a.key, "entity");  // follows the aggregateid column
+  EXPECT_EQ(a.topic, "events.{type}");
+  EXPECT_THAT(a.headers, ElementsAre(Pair("type", "eventType")));
+  const OutboxTable& b = c.outbox.tables[1];
+  EXPECT_EQ(b.schema, "billing");
+  EXPECT_EQ(b.columns.id, "event_id");
+  EXPECT_EQ(b.columns.payload, "body");  // inherited
+  EXPECT_EQ(b.topic, "billing.{aggregatetype}");
+  EXPECT_EQ(b.key, "type");
+  EXPECT_THAT(b.headers, ElementsAre(Pair("trace", "traceparent")));
+  EXPECT_EQ(c.outbox.tables[2].QualifiedName(), "public.other");
+
+  Config keyed = ParseOrDie("outbox: {key: type, tables: [a]}");
+  EXPECT_EQ(keyed.outbox.tables[0].key, "type");
+}
+
+TEST(ConfigTest, FlagsOverrideFile) {
+  std::string path = WriteFile("flags.yaml", R"(
+postgres: {conninfo: "host=file", slot: from_file}
+kafka: {brokers: "file:9092"}
+outbox:
+  tables:
+    - table: public.outbox
+      topic: "per.table"
+    - app.events
+)");
+  auto c = Load({"--config", path, "--pg=host=flag", "--kafka", "flag:9092",
+                 "--slot", "from_flag", "--topic", "t.{type}"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->postgres.conninfo, "host=flag");
+  EXPECT_EQ(c->kafka.brokers, "flag:9092");
+  EXPECT_EQ(c->postgres.slot, "from_flag");
+  ASSERT_EQ(c->outbox.tables.size(), 2u);
+  EXPECT_EQ(c->outbox.tables[0].topic, "t.{type}");
+  EXPECT_EQ(c->outbox.tables[1].topic, "t.{type}");
+
+  c = Load({"--config", path, "--tables", "x.a, b"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->outbox.tables.size(), 2u);
+  EXPECT_EQ(c->outbox.tables[0].QualifiedName(), "x.a");
+  EXPECT_EQ(c->outbox.tables[0].topic, "outbox.event.{aggregatetype}");
+  EXPECT_EQ(c->outbox.tables[1].QualifiedName(), "public.b");
+
+  // Later flags win.
+  c = Load({"--slot", "a", "--set", "postgres.slot=b"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->postgres.slot, "b");
+}
+
+TEST(ConfigTest, SetReachesNestedKeys) {
+  auto c = Load({"--set",
+                 "limits.max_inflight_events=5000",
+                 "--set=kafka.properties.linger.ms=50",
+                 "--set",
+                 "kafka.properties.sasl.username=u",
+                 "--set",
+                 "kafka.properties.compression.type=",
+                 "--set",
+                 "outbox.columns.payload=body",
+                 "--set",
+                 "outbox.headers.type=eventType",
+                 "--set",
+                 "log.level=debug",
+                 "--set",
+                 "postgres.create_slot=false",
+                 "--tables",
+                 "a,b",
+                 "--set",
+                 "outbox.tables[1].topic=b.only",
+                 "--set",
+                 "outbox.tables[1].columns.id=event_id"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->limits.max_inflight_events, 5000);
+  EXPECT_EQ(c->kafka.properties.at("linger.ms"), "50");
+  EXPECT_EQ(c->kafka.properties.at("sasl.username"), "u");
+  EXPECT_EQ(c->kafka.properties.count("compression.type"), 0u);
+  EXPECT_EQ(c->log.level, LogLevel::kDebug);
+  EXPECT_FALSE(c->postgres.create_slot);
+  EXPECT_EQ(c->outbox.tables[0].columns.payload, "body");
+  EXPECT_THAT(c->outbox.tables[0].headers,
+              ElementsAre(Pair("type", "eventType")));
+  EXPECT_EQ(c->outbox.tables[0].topic, "outbox.event.{aggregatetype}");
+  EXPECT_EQ(c->outbox.tables[1].topic, "b.only");
+  EXPECT_EQ(c->outbox.tables[1].columns.id, "event_id");
+
+  // --set outbox.tables=... is the same as --tables.
+  c = Load({"--set", "outbox.tables=x.y"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->outbox.tables[0].QualifiedName(), "x.y");
+}
+
+TEST(ConfigTest, SetErrorsNameTheFlagAndKey) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  for (const Case& tc : std::vector<Case>{
+           {{"--set", "limits.nope=1"}, "--set: unknown key \"limits.nope\""},
+           {{"--set", "limits=1"}, "--set: unknown key \"limits\""},
+           {{"--set", "outbox.tables[0].bogus=1"}, "unknown key"},
+           {{"--set", "outbox.tables[3].topic=x"}, "there are only 1 tables"},
+           {{"--set", "outbox.tables[0].on_invalid=halt"}, "unknown key"},
+           {{"--set", "outbox.topic.x=1"}, "unknown key"},
+           {{"--set", "kafka.properties=x"}, "is a map"},
+           {{"--set", "limits.max_inflight_events=lots"},
+            "--set: \"limits.max_inflight_events\": expected an integer"},
+           {{"--tables", " , "}, "--tables: \"outbox.tables\": no table given"},
+       }) {
+    auto c = Load(tc.args);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument)
+        << tc.args[1];
+    EXPECT_THAT(c.status().message(), HasSubstr(tc.message)) << tc.args[1];
+  }
+}
+
+TEST(ConfigTest, MissingFileIsNotFound) {
+  auto c = Load({"--config", "/nonexistent/relay.yaml"});
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/relay.yaml"));
+}
+
+TEST(ConfigTest, ErrorsNameTheFile) {
+  std::string path = WriteFile(
+      "typo.yaml", "outbox:\n  tables:\n    - table: t\n      colums: {}\n");
+  auto c = Load({"--config", path});
+  EXPECT_THAT(c.status().message(),
+              HasSubstr(absl::StrCat(
+                  path, ": unknown key \"outbox.tables[0].colums\"")));
+}
+
+TEST(ConfigTest, RedactedHidesSecrets) {
+  Config c = ParseOrDie(R"(
+postgres: {conninfo: "host=db password='PWONE PW\\'TWO' user=relay"}
+kafka:
+  properties:
+    sasl.password: hunter2
+    ssl.key.password: keypass
+    sasl.oauthbearer.client.secret: OAUTHVALUE
+    sasl.jaas.config: JAASVALUE
+    ssl.key.pem: PEMDATA
+    sasl.username: visible_user
+)");
+  std::string r = c.Redacted();
+  for (const char* secret : {"PWONE", "TWO", "hunter2", "keypass", "OAUTHVALUE",
+                             "JAASVALUE", "PEMDATA"}) {
+    EXPECT_THAT(r, Not(HasSubstr(secret))) << r;
+  }
+  EXPECT_THAT(r,
+              HasSubstr("postgres.conninfo: host=db password=**** user=relay"));
+  EXPECT_THAT(r, HasSubstr("sasl.password: ****"));
+  EXPECT_THAT(r, HasSubstr("visible_user"));
+  EXPECT_THAT(r, HasSubstr("postgres.slot: outbox_relay"));
+  EXPECT_THAT(r, HasSubstr("outbox.tables[0]: public.outbox"));
+
+  c.postgres.conninfo =
+      "postgresql://relay:pa55@db:5432/app?sslmode=require&password=qq";
+  r = c.Redacted();
+  EXPECT_THAT(r, Not(HasSubstr("pa55")));
+  EXPECT_THAT(r, Not(HasSubstr("qq")));
+  EXPECT_THAT(
+      r,
+      HasSubstr(
+          "postgresql://relay:****@db:5432/app?sslmode=require&password=****"));
+  c.postgres.conninfo = "password = x  host=h";
+  EXPECT_THAT(c.Redacted(), HasSubstr("password = ****  host=h"));
+}
+
+TEST(ConfigTest, HelpTextMentionsEveryKeyAndDefault) {
+  std::string help = HelpText("outbox-relay");
+  Config defaults;
+  for (const ConfigKey& key : ConfigKeys()) {
+    EXPECT_THAT(help, HasSubstr(absl::StrCat("  ", key.path, " = ")))
+        << key.path;
+    EXPECT_THAT(help, HasSubstr(std::string(key.description.substr(0, 20))))
+        << key.path;
+    if (key.global != nullptr) {
+      EXPECT_THAT(help,
+                  HasSubstr(absl::StrCat(key.path, " = ",
+                                         RenderField(key.global(defaults)))))
+          << key.path;
+    }
+  }
+  EXPECT_THAT(help, HasSubstr("limits.max_inflight_bytes = 67108864"));
+  EXPECT_THAT(help, HasSubstr("--set KEY=VALUE"));
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-relay"));
+}
+
+}  // namespace
+}  // namespace outbox

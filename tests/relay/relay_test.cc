@@ -1,0 +1,389 @@
+// The Relay loop against fakes: a scripted stream of real-format wal2json
+// records and a sink whose deliveries the test orders, delays and fails.
+// The central assertion, checked at every status update: the flushed LSN
+// never reaches the commit of a transaction with an undelivered event.
+#include "relay/relay.h"
+
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "config/config.h"
+#include "decode/wal2json_decoder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "relay/fakes.h"
+#include "route/router.h"
+
+namespace outbox::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+std::string Lsns(Lsn lsn, Lsn next) {
+  return absl::StrCat("\"lsn\":\"", FormatLsn(lsn), "\",\"nextlsn\":\"",
+                      FormatLsn(next), "\"");
+}
+
+constexpr char kTs[] = "\"timestamp\":\"2026-11-22 05:00:00.25+00\"";
+
+// Builds a stream script and remembers which event belongs to which
+// transaction, so tests can check the watermark against it.
+class Script {
+ public:
+  explicit Script(FakeStream* stream) : stream_(stream) {}
+
+  // A committed transaction with `events` outbox rows; returns event ids.
+  // `null_key` makes the row at that index a poison row.
+  // With commit=false the C record is left out (a stream cut mid-way).
+  std::vector<std::string> Txn(int events, int null_key = -1,
+                               bool commit_record = true) {
+    uint32_t xid = ++xid_;
+    Lsn begin = next_;
+    Lsn commit = begin + 0x100 + 0x80 * events;
+    Lsn end = commit + 0x30;
+    stream_->AddData(begin, absl::StrCat("{\"action\":\"B\",\"xid\":", xid, ",",
+                                         kTs, ",", Lsns(commit, end), "}"));
+    std::vector<std::string> ids;
+    for (int i = 0; i < events; ++i) {
+      std::string id =
+          absl::StrCat("00000000-0000-4000-8000-", xid_ * 1000 + i);
+      Lsn lsn = begin + 0x80 * (i + 1);
+      std::string key =
+          i == null_key ? "null" : JsonString(absl::StrCat("agg-", i % 3));
+      stream_->AddData(
+          lsn,
+          absl::StrCat(
+              "{\"action\":\"I\",\"xid\":", xid, ",", kTs, ",\"lsn\":\"",
+              FormatLsn(lsn),
+              "\",\"schema\":\"public\",\"table\":\"outbox\",\"columns\":["
+              "{\"name\":\"id\",\"type\":\"uuid\",\"value\":\"",
+              id,
+              "\"},{\"name\":\"aggregatetype\",\"type\":\"text\",\"value\":"
+              "\"order\"},{\"name\":\"aggregateid\",\"type\":\"text\","
+              "\"value\":",
+              key,
+              "},{\"name\":\"type\",\"type\":\"text\",\"value\":\"Created\"},"
+              "{\"name\":\"payload\",\"type\":\"jsonb\",\"value\":",
+              JsonString(absl::StrCat("{\"n\": ", i, "}")), "}]}"));
+      commit_of_[id] = commit;
+      ids.push_back(id);
+    }
+    if (!commit_record) return ids;
+    stream_->AddData(
+        commit, absl::StrCat("{\"action\":\"C\",\"xid\":", xid, ",", kTs, ",",
+                             Lsns(commit, end), "}"));
+    next_ = end;
+    last_end_ = end;
+    return ids;
+  }
+  // A keepalive at the current end of WAL.
+  void Keepalive(bool reply = false) { stream_->AddKeepalive(next_, reply); }
+  void Disconnect() { stream_->AddDisconnect(); }
+
+  Lsn last_end() const { return last_end_; }
+  Lsn commit_of(const std::string& id) const { return commit_of_.at(id); }
+  const std::map<std::string, Lsn>& events() const { return commit_of_; }
+
+ private:
+  FakeStream* stream_;
+  uint32_t xid_ = 700;
+  Lsn next_ = 0x1000000;
+  Lsn last_end_ = 0;
+  std::map<std::string, Lsn> commit_of_;
+};
+
+class RelayTest : public ::testing::Test {
+ protected:
+  RelayTest() : script_(&stream_) {
+    router_ = std::move(Router::Create(config_).value());
+    options_.progress_interval_s = 0;
+    options_.status_interval_ms = 50;
+    stream_.on_status = [this](Lsn flushed) { CheckInvariant(flushed); };
+  }
+
+  // Every event not (yet) delivered successfully must lie after `flushed`.
+  void CheckInvariant(Lsn flushed) {
+    ++checks_;
+    for (const auto& [id, commit] : script_.events()) {
+      if (delivered_.count(id) == 0) {
+        ASSERT_LE(flushed, commit)
+            << "confirmed " << FormatLsn(flushed) << " past undelivered " << id
+            << " committed at " << FormatLsn(commit);
+      }
+    }
+  }
+
+  void Deliver(size_t i, absl::Status status = absl::OkStatus()) {
+    const auto& p = sink_.produced().at(i);
+    if (p.reported) return;
+    std::string id = p.topic == options_.dead_letter_topic ? p.headers.at("id")
+                     : p.headers.count("id")               ? p.headers.at("id")
+                                                           : "";
+    if (status.ok()) delivered_.insert(id);
+    sink_.Report(i, std::move(status));
+  }
+  void DeliverAll() {
+    for (size_t i = 0; i < sink_.produced().size(); ++i) Deliver(i);
+  }
+
+  // Runs the relay: on every poll, `step` may deliver; stops once the
+  // script is played and nothing is outstanding (or after max_polls).
+  absl::Status Run(std::function<void()> step, int max_polls = 100000) {
+    Relay relay(options_, &stream_, &decoder_, router_.get(), &sink_, &clock_,
+                start_);
+    std::atomic<bool> stop{false};
+    sink_.on_poll = [&] {
+      clock_.Advance(10'000);
+      if (step) step();
+      if ((stream_.done() && sink_.outstanding() == 0) ||
+          sink_.polls() > max_polls) {
+        stop = true;
+      }
+    };
+    sink_.on_flush = [&] {
+      if (flush_delivers_) DeliverAll();
+    };
+    absl::Status s = relay.Run(stop);
+    stats_ = relay.stats();
+    return s;
+  }
+
+  Config config_;
+  RelayOptions options_;
+  FakeStream stream_;
+  FakeSink sink_;
+  FakeClock clock_;
+  Wal2JsonDecoder decoder_;
+  std::unique_ptr<Router> router_;
+  Script script_;
+  Lsn start_ = 0x1000000;
+  std::set<std::string> delivered_;
+  bool flush_delivers_ = true;
+  int checks_ = 0;
+  RelayStats stats_;
+};
+
+TEST_F(RelayTest, PublishesEveryInsertAndConfirmsTheLastCommit) {
+  auto a = script_.Txn(2);
+  auto b = script_.Txn(1);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  ASSERT_EQ(sink_.produced().size(), 3u);
+  const auto& first = sink_.produced()[0];
+  EXPECT_EQ(first.topic, "outbox.event.order");
+  EXPECT_EQ(first.key, "agg-0");
+  EXPECT_EQ(first.value, "{\"n\": 0}");
+  EXPECT_EQ(first.headers.at("id"), a[0]);
+  EXPECT_EQ(sink_.produced()[2].headers.at("id"), b[0]);
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+  EXPECT_EQ(stream_.started_at(), start_);
+  EXPECT_TRUE(stream_.stopped());
+  EXPECT_EQ(stats_.events_delivered, 3);
+  EXPECT_GT(checks_, 0);
+}
+
+TEST_F(RelayTest, NeverConfirmsPastAnUndeliveredEvent) {
+  auto a = script_.Txn(1);
+  auto b = script_.Txn(1);
+  auto c = script_.Txn(1);
+  flush_delivers_ = false;
+  // Deliver b and c, never a: nothing may be confirmed past a's commit.
+  ASSERT_TRUE(Run(
+                  [&] {
+                    if (sink_.produced().size() == 3) {
+                      Deliver(1);
+                      Deliver(2);
+                    }
+                  },
+                  /*max_polls=*/50)
+                  .ok());
+  EXPECT_LE(stream_.last_flushed(), script_.commit_of(a[0]));
+  EXPECT_EQ(stats_.events_delivered, 2);
+}
+
+TEST_F(RelayTest, EmptyTransactionsAndKeepalivesAdvanceTheSlot) {
+  script_.Txn(0);
+  script_.Txn(0);
+  script_.Keepalive();
+  ASSERT_TRUE(Run(nullptr).ok());
+  EXPECT_TRUE(sink_.produced().empty());
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
+TEST_F(RelayTest, KeepaliveWaitsBehindInFlightEvents) {
+  auto a = script_.Txn(1);
+  script_.Keepalive(/*reply=*/true);
+  flush_delivers_ = false;
+  ASSERT_TRUE(Run(nullptr, /*max_polls=*/30).ok());
+  // The reply was sent, but it could not confirm past the undelivered row.
+  EXPECT_GE(stream_.statuses().size(), 2u);
+  EXPECT_LE(stream_.last_flushed(), script_.commit_of(a[0]));
+}
+
+TEST_F(RelayTest, RandomDeliveryOrderKeepsTheInvariantAndReachesTheEnd) {
+  for (int seed = 1; seed <= 30; ++seed) {
+    SCOPED_TRACE(seed);
+    FakeStream stream;
+    FakeSink sink;
+    std::swap(stream_, stream);
+    std::swap(sink_, sink);
+    stream_.on_status = [this](Lsn flushed) { CheckInvariant(flushed); };
+    delivered_.clear();
+    Script script(&stream_);
+    std::swap(script_, script);
+    std::mt19937 rng(seed);
+    for (int t = 0; t < 40; ++t) {
+      script_.Txn(std::uniform_int_distribution<int>(0, 4)(rng));
+      if (rng() % 4 == 0) script_.Keepalive(rng() % 2);
+    }
+    ASSERT_TRUE(Run([&] {
+                  auto pending = sink_.Unreported();
+                  std::shuffle(pending.begin(), pending.end(), rng);
+                  pending.resize(
+                      std::min(pending.size(), pending.size() / 2 + rng() % 2));
+                  for (size_t i : pending) Deliver(i);
+                }).ok());
+    EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+    EXPECT_EQ(sink_.produced().size(), script_.events().size());
+  }
+}
+
+TEST_F(RelayTest, PermanentDeliveryFailureHaltsBelowTheEvent) {
+  auto a = script_.Txn(1);
+  auto b = script_.Txn(2);
+  auto c = script_.Txn(1);
+  flush_delivers_ = false;
+  absl::Status s = Run([&] {
+    if (sink_.produced().size() == 4) {
+      Deliver(0);
+      Deliver(1);
+      Deliver(2, absl::InvalidArgumentError("Broker: Message size too large"));
+      Deliver(3);
+    }
+  });
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(b[1]));
+  EXPECT_THAT(s.message(), HasSubstr("halt"));
+  EXPECT_EQ(stream_.last_flushed(), script_.commit_of(a[0]) + 0x30);
+  EXPECT_LE(stream_.last_flushed(), script_.commit_of(b[1]));
+}
+
+TEST_F(RelayTest, TransientDeliveryFailureRestartsWithoutConfirming) {
+  auto a = script_.Txn(1);
+  flush_delivers_ = false;
+  absl::Status s = Run([&] {
+    if (!sink_.produced().empty()) {
+      Deliver(0, absl::UnavailableError("Local: Message timed out"));
+    }
+  });
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_LE(stream_.last_flushed(), script_.commit_of(a[0]));
+}
+
+TEST_F(RelayTest, PoisonRowHaltsWithItsLsn) {
+  auto a = script_.Txn(1);
+  auto b = script_.Txn(2, /*null_key=*/1);
+  absl::Status s = Run([&] { DeliverAll(); });
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("null"));
+  EXPECT_THAT(s.message(), HasSubstr("LSN"));
+  // a is confirmed, b (with the poison row) is not.
+  EXPECT_EQ(stream_.last_flushed(), script_.commit_of(a[0]) + 0x30);
+}
+
+TEST_F(RelayTest, PoisonRowGoesToTheDeadLetterTopicUnderDeadLetter) {
+  options_.dead_letter = true;
+  auto a = script_.Txn(2, /*null_key=*/0);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  ASSERT_EQ(sink_.produced().size(), 2u);
+  const auto& dl = sink_.produced()[0];
+  EXPECT_EQ(dl.topic, "outbox.dead_letter");
+  EXPECT_THAT(dl.value, HasSubstr(a[0]));  // the raw wal2json row
+  EXPECT_THAT(dl.headers.at("error"), HasSubstr("null"));
+  EXPECT_EQ(sink_.produced()[1].topic, "outbox.event.order");
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+  EXPECT_EQ(stats_.dead_lettered, 1);
+}
+
+TEST_F(RelayTest, UndeliverableRecordIsDeadLetteredAndOnlyThatConfirmsIt) {
+  options_.dead_letter = true;
+  auto a = script_.Txn(1);
+  bool failed = false;
+  ASSERT_TRUE(Run([&] {
+                if (!failed && sink_.produced().size() == 1) {
+                  failed = true;
+                  Deliver(0, absl::InvalidArgumentError("too large"));
+                } else if (sink_.produced().size() == 2) {
+                  EXPECT_LE(stream_.last_flushed(), script_.commit_of(a[0]));
+                  Deliver(1);
+                }
+              }).ok());
+  ASSERT_EQ(sink_.produced().size(), 2u);
+  EXPECT_EQ(sink_.produced()[1].topic, "outbox.dead_letter");
+  EXPECT_EQ(sink_.produced()[1].headers.at("topic"), "outbox.event.order");
+  EXPECT_EQ(sink_.produced()[1].value, "{\"n\": 0}");
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
+TEST_F(RelayTest, BackpressureStopsReadingButKeepsSendingStatus) {
+  options_.max_inflight_events = 3;
+  for (int i = 0; i < 10; ++i) script_.Txn(1);
+  flush_delivers_ = false;
+  ASSERT_TRUE(Run(nullptr, /*max_polls=*/40).ok());
+  EXPECT_EQ(sink_.produced().size(), 3u);
+  EXPECT_GT(stream_.remaining(), 0u);
+  EXPECT_GE(stream_.statuses().size(), 2u);  // timer kept running
+}
+
+TEST_F(RelayTest, FullProducerQueueIsRetriedNotDropped) {
+  sink_.queue_limit = 2;
+  for (int i = 0; i < 5; ++i) script_.Txn(1);
+  int poll = 0;
+  ASSERT_TRUE(Run([&] {
+                if (++poll % 3 == 0) DeliverAll();
+              }).ok());
+  EXPECT_EQ(sink_.produced().size(), 5u);
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
+TEST_F(RelayTest, DisconnectMidTransactionConfirmsOnlyWholeTransactions) {
+  auto a = script_.Txn(1);
+  auto b = script_.Txn(2, /*null_key=*/-1, /*commit=*/false);
+  script_.Disconnect();
+  absl::Status s = Run([&] { DeliverAll(); });
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  // b's rows were delivered, but b never committed in our stream: the slot
+  // stays at a's end, so b is streamed again after the reconnect.
+  EXPECT_EQ(sink_.produced().size(), 3u);
+  EXPECT_LE(stream_.last_flushed(), script_.commit_of(a[0]) + 0x30);
+  EXPECT_EQ(stats_.confirmed, script_.commit_of(a[0]) + 0x30);
+}
+
+TEST_F(RelayTest, UndecodableRecordStopsWithItsLsn) {
+  script_.Txn(1);
+  stream_.AddData(0x2000000, "{\"action\":\"X\"}");
+  absl::Status s = Run([&] { DeliverAll(); });
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("0/2000000"));
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
+TEST_F(RelayTest, FatalProducerErrorEndsTheSession) {
+  script_.Txn(1);
+  sink_.set_health(absl::InternalError("fatal: out of order sequence"));
+  absl::Status s = Run(nullptr);
+  EXPECT_TRUE(absl::IsInternal(s)) << s;
+  EXPECT_EQ(stream_.last_flushed(), start_);
+}
+
+}  // namespace
+}  // namespace outbox::testing
