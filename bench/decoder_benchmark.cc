@@ -36,9 +36,7 @@ void DecodeLoop(benchmark::State& state, const std::string& record) {
   state.counters["record_bytes"] = static_cast<double>(record.size());
 }
 
-void BM_DecodeInsert(benchmark::State& state) {
-  DecodeLoop(state, kInsert);
-}
+void BM_DecodeInsert(benchmark::State& state) { DecodeLoop(state, kInsert); }
 BENCHMARK(BM_DecodeInsert);
 
 void BM_DecodeBegin(benchmark::State& state) { DecodeLoop(state, kBegin); }

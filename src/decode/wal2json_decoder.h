@@ -28,13 +28,15 @@
 //
 // Errors: InvalidArgument with a short description (no LSN: the caller adds
 // it) for malformed JSON, trailing garbage, an unknown or missing action, a
-// missing required key, a value of the wrong type, bad hex or a bad
-// timestamp/LSN. Input must be valid UTF-8 (database encoding UTF8).
+// missing required key, a duplicated key, a value of the wrong type, bad
+// hex or a bad timestamp/LSN. Input must be valid UTF-8 (database encoding
+// UTF8).
 //
 // Lifetime: the Change's string_views point into buffers owned by this
 // decoder and stay valid until its next Decode() call or its destruction.
-// Not thread safe: one decoder per stream. Decode() allocates only when a
-// record is larger than any seen before.
+// Not thread safe: one decoder per stream. Besides growing out->columns,
+// Decode() allocates only for a record larger than any before it, or to
+// build an error.
 #ifndef OUTBOX_DECODE_WAL2JSON_DECODER_H_
 #define OUTBOX_DECODE_WAL2JSON_DECODER_H_
 

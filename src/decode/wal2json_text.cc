@@ -256,9 +256,9 @@ bool ParseTimestamptz(absl::string_view text, int64_t* unix_micros) {
     year = year * 10 + (*p++ - '0');
   }
   int month, day, hour, minute, second;
-  if (year_digits < 4 || !lit('-') || !two(&month) || !lit('-') ||
-      !two(&day) || !lit(' ') || !two(&hour) || !lit(':') || !two(&minute) ||
-      !lit(':') || !two(&second)) {
+  if (year_digits < 4 || !lit('-') || !two(&month) || !lit('-') || !two(&day) ||
+      !lit(' ') || !two(&hour) || !lit(':') || !two(&minute) || !lit(':') ||
+      !two(&second)) {
     return false;
   }
   int64_t micros = 0;

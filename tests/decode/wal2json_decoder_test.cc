@@ -31,7 +31,8 @@ std::vector<std::string> ReadLines(const std::string& name) {
 
 // all.jsonl: see capture_setup.sql for the statements behind each line.
 const std::vector<std::string>& All() {
-  static const auto* lines = new std::vector<std::string>(ReadLines("all.jsonl"));
+  static const auto* lines =
+      new std::vector<std::string>(ReadLines("all.jsonl"));
   return *lines;
 }
 
@@ -140,9 +141,8 @@ TEST_F(Wal2JsonDecoderTest, OutboxInsert) {
   EXPECT_EQ(c.table, "outbox");
   EXPECT_THAT(ColumnNames(c),
               ElementsAre("id", "aggregatetype", "aggregateid", "type",
-                          "payload", "created_at", "seq", "sent_at",
-                          "attempts", "next_attempt_at", "last_error",
-                          "dead_lettered_at"));
+                          "payload", "created_at", "seq", "sent_at", "attempts",
+                          "next_attempt_at", "last_error", "dead_lettered_at"));
   ExpectColumn(c, "id", "uuid", ValueKind::kText,
                "6f1c7c1e-4a55-4b8e-9d64-1d2f3c4b5a69");
   ExpectColumn(c, "aggregatetype", "text", ValueKind::kText, "order");
@@ -155,8 +155,7 @@ TEST_F(Wal2JsonDecoderTest, OutboxInsert) {
   ExpectColumn(c, "created_at", "timestamp with time zone", ValueKind::kText,
                "2026-11-22 05:09:03.042479+00");
   ExpectColumn(c, "seq", "bigint", ValueKind::kNumber, "1");
-  ExpectColumn(c, "sent_at", "timestamp with time zone", ValueKind::kNull,
-               "");
+  ExpectColumn(c, "sent_at", "timestamp with time zone", ValueKind::kNull, "");
   ExpectColumn(c, "attempts", "integer", ValueKind::kNumber, "0");
   ExpectColumn(c, "last_error", "text", ValueKind::kNull, "");
 }
@@ -178,8 +177,9 @@ TEST_F(Wal2JsonDecoderTest, AssortedTypes) {
                absl::string_view("\xde\xad\xbe\xef\x00\xff", 6));
   ExpectColumn(c, "j", "json", ValueKind::kText,
                R"({"a": 1,  "b": [true, null]})");
-  ExpectColumn(c, "jb", "jsonb", ValueKind::kText,
-               R"({"k": "v\"q", "uni": "日本", "nested": {"x": [1, 2.5, "é"]}})");
+  ExpectColumn(
+      c, "jb", "jsonb", ValueKind::kText,
+      R"({"k": "v\"q", "uni": "日本", "nested": {"x": [1, 2.5, "é"]}})");
   ExpectColumn(c, "u", "uuid", ValueKind::kText,
                "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
   ExpectColumn(c, "ts", "timestamp with time zone", ValueKind::kText,
@@ -316,10 +316,10 @@ TEST_F(Wal2JsonDecoderTest, KeysInAnyOrderAndUnknownKeysIgnored) {
 }
 
 TEST_F(Wal2JsonDecoderTest, WhitespaceAroundTokens) {
-  const Change& c = Ok(
-      " {\n \"action\" : \"I\" ,\r\n \"schema\":\"s\", \"table\":\"t\",\t"
-      "\"columns\" : [ { \"name\" : \"n\" , \"type\" : \"numeric\" , "
-      "\"value\" : -1.5E+3 \n } ] } \n");
+  const Change& c =
+      Ok(" {\n \"action\" : \"I\" ,\r\n \"schema\":\"s\", \"table\":\"t\",\t"
+         "\"columns\" : [ { \"name\" : \"n\" , \"type\" : \"numeric\" , "
+         "\"value\" : -1.5E+3 \n } ] } \n");
   ExpectColumn(c, "n", "numeric", ValueKind::kNumber, "-1.5E+3");
 }
 
@@ -470,8 +470,9 @@ TEST_F(Wal2JsonDecoderTest, WrongTypes) {
   ExpectInvalid(
       Err(R"({"action":"I","schema":"s","table":"t","columns":[{"name":"a","type":"int","value":[1]}]})"),
       "array or object");
-  ExpectInvalid(Err(R"({"action":"M","transactional":"yes","prefix":"p","content":""})"),
-                "\"transactional\" is not a boolean");
+  ExpectInvalid(
+      Err(R"({"action":"M","transactional":"yes","prefix":"p","content":""})"),
+      "\"transactional\" is not a boolean");
   ExpectInvalid(Err(R"({"action":"I","schema":1,"table":"t","columns":[]})"),
                 "\"schema\" is not a string");
 }
@@ -489,8 +490,8 @@ TEST_F(Wal2JsonDecoderTest, BadHex) {
 }
 
 TEST_F(Wal2JsonDecoderTest, BadNumbers) {
-  for (const char* number : {"01", "-", "1.", ".5", "1e", "1e+", "+1", "1x",
-                             "--1", "0x10"}) {
+  for (const char* number :
+       {"01", "-", "1.", ".5", "1e", "1e+", "+1", "1x", "--1", "0x10"}) {
     absl::Status st = Err(absl::StrCat(
         R"({"action":"I","schema":"s","table":"t","columns":[{"name":"n","type":"int","value":)",
         number, "}]}"));
@@ -513,8 +514,9 @@ TEST_F(Wal2JsonDecoderTest, NotOneObject) {
   ExpectInvalid(Err(R"({"action":"B" "lsn":"0/1","nextlsn":"0/2"})"), "");
   ExpectInvalid(Err(R"({"action":"B","lsn":"0/1","nextlsn":"0/2","xid":nul})"),
                 "");
-  ExpectInvalid(Err(R"({"action":"B","lsn":"0/1","lsn":"0/1","nextlsn":"0/2"})"),
-                "duplicate key \"lsn\"");
+  ExpectInvalid(
+      Err(R"({"action":"B","lsn":"0/1","lsn":"0/1","nextlsn":"0/2"})"),
+      "duplicate key \"lsn\"");
   ExpectInvalid(Err("{\"action\":\"B\xff\"}"), "malformed JSON");
   // Whitespace after the record is fine.
   EXPECT_TRUE(Err(b + " \n").ok());

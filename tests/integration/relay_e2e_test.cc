@@ -316,6 +316,29 @@ TEST_F(RelayE2ETest, KafkaOutageLosesNothing) {
   EXPECT_TRUE(relay_->Running()) << relay_->Output();
 }
 
+TEST_F(RelayE2ETest, PostgresRestartAndTerminatedWalsenderLoseNothing) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 20, 3, 0, &committed, &rolled_back);
+  // The server ends the replication connection.
+  db_->Exec(
+      "SELECT pg_terminate_backend(active_pid) FROM "
+      "pg_replication_slots WHERE slot_name = '" +
+      slot_ + "'");
+  Write(2, 20, 3, 0, &committed, &rolled_back);
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  // A fast restart of PostgreSQL itself.
+  ASSERT_EQ(RunScript("pg.sh restart " + env_->pg_dir() + " fast"), 0);
+  db_ = PgConn::Connect(env_->pg_conninfo());
+  ASSERT_NE(db_, nullptr);
+  Write(3, 20, 3, 0, &committed, &rolled_back);
+  Audit(committed, rolled_back, committed.size());
+  EXPECT_TRUE(relay_->Running()) << relay_->Output();
+  EXPECT_THAT(relay_->Output(), HasSubstr("session ended"));
+}
+
 TEST_F(RelayE2ETest, PoisonRowHaltsNamingTheEvent) {
   StartRelay();
   ASSERT_TRUE(WaitActive()) << relay_->Output();

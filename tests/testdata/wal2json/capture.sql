@@ -1,5 +1,6 @@
 -- Captures the slots filled by capture_setup.sql, one record per line.
--- Run with: psql -At -v ON_ERROR_STOP=1 -v out=DIR -f capture.sql
+-- Run with: psql -qAt -v ON_ERROR_STOP=1 -v out=DIR -f capture.sql
+-- (-q matters: without it the "SET" command tags land in the output files).
 \set opts '''format-version'', ''2'', ''include-transaction'', ''true'', ''include-lsn'', ''true'', ''include-xids'', ''true'', ''include-timestamp'', ''true'''
 
 -- Same records with non-UTC session time zones (peek: slot not consumed).
