@@ -176,11 +176,12 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
                         "keepalives_idle",
                         "keepalives_interval",
                         nullptr};
+  const std::string timeout = std::to_string(options.connect_timeout_s);
   const char* values[] = {options.conninfo.c_str(),
                           "database",
                           "-c TimeZone=UTC -c DateStyle=ISO",
                           options.application_name.c_str(),
-                          "10",
+                          timeout.c_str(),
                           "10",
                           "5",
                           nullptr};

@@ -39,6 +39,7 @@ struct ReplicationOptions {
     std::vector<std::string> required_columns;
   };
   std::vector<Table> tables;
+  int connect_timeout_s = 10;  // libpq connect_timeout; 0 waits for ever
   // application_name shown in pg_stat_replication.
   std::string application_name = "outbox-relay";
 };

@@ -13,6 +13,11 @@ namespace {
 
 constexpr int kReadBatch = 512;
 constexpr int64_t kEagerStatusUs = 100'000;  // status soon after progress
+// A dead letter must fit under the broker's message size limit even when
+// the row was too large: past this the value keeps only its beginning and a
+// "truncated" header gives the original size.
+constexpr size_t kMaxDeadLetterValue = 512 * 1024;
+constexpr size_t kTruncatedDeadLetterValue = 64 * 1024;
 
 std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
 
@@ -190,6 +195,7 @@ absl::Status Relay::Poison(const absl::Status& why, uint64_t ticket,
   dead_letter_.event_id = event_id;
   dead_letter_.headers.clear();
   dead_letter_.headers.push_back({"id", event_id, event_id.empty()});
+  TruncateDeadLetter();
   error_text_ = std::string(why.message());
   lsn_text_ = FormatLsn(lsn);
   dead_letter_.headers.push_back({"error", error_text_, false});
@@ -249,6 +255,13 @@ void Relay::OnDelivery(const DeliveryReport& report) {
       std::string(report.record.value), std::string(report.status.message())});
 }
 
+void Relay::TruncateDeadLetter() {
+  if (dead_letter_.value.size() <= kMaxDeadLetterValue) return;
+  size_text_ = absl::StrCat(dead_letter_.value.size());
+  dead_letter_.value = dead_letter_.value.substr(0, kTruncatedDeadLetterValue);
+  dead_letter_.headers.push_back({"truncated", size_text_, false});
+}
+
 absl::Status Relay::DeadLetterFailedDeliveries() {
   while (!failed_.empty()) {
     FailedRecord f = std::move(failed_.front());
@@ -266,6 +279,7 @@ absl::Status Relay::DeadLetterFailedDeliveries() {
     dead_letter_.headers.push_back({"error", f.error, false});
     dead_letter_.headers.push_back({"topic", f.topic, false});
     dead_letter_.headers.push_back({"key", f.key, false});
+    TruncateDeadLetter();
     absl::Status s = ProduceTracked(dead_letter_, f.ticket);
     if (!s.ok()) {
       tracker_.Failed(f.ticket).IgnoreError();

@@ -86,6 +86,7 @@ class Relay {
   absl::Status HandleInsert(const StreamMessage& msg);
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
   absl::Status DeadLetterFailedDeliveries();
+  void TruncateDeadLetter();
   absl::Status Poison(const absl::Status& why, uint64_t ticket,
                       absl::string_view event_id, Lsn lsn,
                       absl::string_view raw);
@@ -115,7 +116,8 @@ class Relay {
     std::string event_id, topic, key, value, error;
   };
   std::deque<FailedRecord> failed_;
-  std::string error_text_, lsn_text_;  // back dead_letter_'s header views
+  // Back dead_letter_'s header views.
+  std::string error_text_, lsn_text_, size_text_;
   bool in_transaction_ = false;
   Lsn last_sent_flush_ = kInvalidLsn;
   int64_t last_status_us_ = 0;

@@ -20,6 +20,7 @@ ReplicationOptions StreamOptions(const Config& config, const Router& router) {
   o.conninfo = config.postgres.conninfo;
   o.slot = config.postgres.slot;
   o.create_slot = config.postgres.create_slot;
+  o.connect_timeout_s = static_cast<int>(config.postgres.connect_timeout_s);
   for (const auto& t : router.RequiredColumns()) {
     o.tables.push_back({t.schema, t.table, t.columns});
   }

@@ -361,6 +361,30 @@ TEST_F(RelayE2ETest, PoisonRowHaltsNamingTheEvent) {
   EXPECT_EQ(relay_->Wait(60000), 4) << relay_->Output();
 }
 
+TEST_F(RelayE2ETest, PoisonRowIsDeadLetteredAndTheRestFlows) {
+  std::string dlq = UniqueName("dlq");
+  StartRelay({"--set", "outbox.on_invalid=dead_letter", "--set",
+              "outbox.dead_letter_topic=" + dlq});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 3, 2, 0, &committed, &rolled_back);
+  db_->Exec("INSERT INTO public." + table_ +
+            " (id, aggregatetype, aggregateid, type, payload) VALUES "
+            "('00000000-0000-4000-8000-0000000000bb', '" +
+            aggtype_ +
+            "', 'big', 'Huge', jsonb_build_object('blob', repeat('y', "
+            "2000000)))");
+  Write(2, 3, 2, 0, &committed, &rolled_back);
+  Audit(committed, rolled_back, committed.size());
+  auto dead = ConsumeAll(env_->kafka_brokers(), {dlq}, 1, 30000);
+  ASSERT_EQ(dead.size(), 1u) << relay_->Output();
+  EXPECT_EQ(dead[0].Header("id"), "00000000-0000-4000-8000-0000000000bb");
+  EXPECT_THAT(dead[0].Header("error"), HasSubstr("too large"));
+  EXPECT_FALSE(dead[0].Header("truncated").empty());
+  EXPECT_TRUE(relay_->Running()) << relay_->Output();
+}
+
 class PreconditionTest : public RelayE2ETest {
  protected:
   // Runs the relay with `args` appended; expects exit 3 with `message`.

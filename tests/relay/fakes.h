@@ -76,11 +76,11 @@ class FakeStream : public ReplicationStream {
 
  private:
   struct Item {
-    StreamMessage::Type type;
-    Lsn data_start, wal_end;
-    bool reply;
+    StreamMessage::Type type = StreamMessage::Type::kKeepalive;
+    Lsn data_start = 0, wal_end = 0;
+    bool reply = false;
     std::string payload;
-    bool disconnect;
+    bool disconnect = false;
   };
   std::deque<Item> script_;
   Item current_;
