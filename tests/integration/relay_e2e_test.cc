@@ -207,6 +207,15 @@ class RelayE2ETest : public ::testing::Test {
     return duplicates;
   }
 
+  // A 2 MB payload: over the producer's message.max.bytes (1 MB).
+  void InsertHugeEvent(const std::string& id) {
+    db_->Exec("INSERT INTO public." + table_ +
+              " (id, aggregatetype, aggregateid, type, payload) VALUES ('" +
+              id + "', '" + aggtype_ +
+              "', 'big', 'Huge', jsonb_build_object('blob', repeat('y', "
+              "2000000)))");
+  }
+
   const TestEnv* env_;
   std::unique_ptr<PgConn> db_;
   std::string table_, slot_, aggtype_, topic_, dir_;
@@ -345,13 +354,7 @@ TEST_F(RelayE2ETest, PoisonRowHaltsNamingTheEvent) {
   std::vector<Event> committed;
   std::vector<std::string> rolled_back;
   Write(1, 3, 2, 0, &committed, &rolled_back);
-  // 2 MB payload: over the producer's message.max.bytes (1 MB).
-  db_->Exec("INSERT INTO public." + table_ +
-            " (id, aggregatetype, aggregateid, type, payload) VALUES "
-            "('00000000-0000-4000-8000-0000000000aa', '" +
-            aggtype_ +
-            "', 'big', 'Huge', jsonb_build_object('blob', repeat('y', "
-            "2000000)))");
+  InsertHugeEvent("00000000-0000-4000-8000-0000000000aa");
   EXPECT_EQ(relay_->Wait(60000), 4) << relay_->Output();
   EXPECT_THAT(relay_->Output(),
               HasSubstr("00000000-0000-4000-8000-0000000000aa"));
@@ -369,12 +372,7 @@ TEST_F(RelayE2ETest, PoisonRowIsDeadLetteredAndTheRestFlows) {
   std::vector<Event> committed;
   std::vector<std::string> rolled_back;
   Write(1, 3, 2, 0, &committed, &rolled_back);
-  db_->Exec("INSERT INTO public." + table_ +
-            " (id, aggregatetype, aggregateid, type, payload) VALUES "
-            "('00000000-0000-4000-8000-0000000000bb', '" +
-            aggtype_ +
-            "', 'big', 'Huge', jsonb_build_object('blob', repeat('y', "
-            "2000000)))");
+  InsertHugeEvent("00000000-0000-4000-8000-0000000000bb");
   Write(2, 3, 2, 0, &committed, &rolled_back);
   Audit(committed, rolled_back, committed.size());
   auto dead = ConsumeAll(env_->kafka_brokers(), {dlq}, 1, 30000);
