@@ -26,7 +26,7 @@ done
 
 BUILD_DIR=${OUTBOX_BUILD_DIR:-$OUTBOX_ROOT/build}
 CMAKE_BUILD_TYPE=Release "$OUTBOX_ROOT/scripts/setup.sh" "$BUILD_DIR" >/dev/null
-RELAY="$BUILD_DIR/src/relay/outbox-relay"
+RELAY="$BUILD_DIR/bin/outbox-relay"
 work=$(mktemp -d /tmp/outbox-bench.XXXXXX); chmod 755 "$work"
 cleanup() {
   "$OUTBOX_ROOT/scripts/kafka.sh" stop "$work/kafka" >/dev/null 2>&1 || true

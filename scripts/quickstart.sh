@@ -24,7 +24,7 @@ done
 
 BUILD_DIR=${OUTBOX_BUILD_DIR:-$OUTBOX_ROOT/build}
 "$OUTBOX_ROOT/scripts/setup.sh" "$BUILD_DIR"
-RELAY="$BUILD_DIR/src/relay/outbox-relay"
+RELAY="$BUILD_DIR/bin/outbox-relay"
 
 work=$(mktemp -d /tmp/outbox-quickstart.XXXXXX); chmod 755 "$work"
 relay_pid=""

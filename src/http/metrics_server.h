@@ -1,0 +1,52 @@
+// MetricsServer: the HTTP endpoint both relays serve (loopback by default).
+//
+//   GET /metrics   Prometheus text format of the registry (prometheus-cpp's
+//                  TextSerializer; never hand-formatted)
+//   GET /healthz   200 while the owner's loop is turning (alive)
+//   GET /readyz    200 while the owner holds its resources and is producing
+//                  (outbox-relay: holds the slot; outbox-poller: connected)
+//
+// Threading: the server answers on its own threads (cpp-httplib). It only
+// reads the registry (prometheus-cpp metrics are thread safe) and calls the
+// health callback, which must be thread safe (read atomics).
+#ifndef OUTBOX_HTTP_METRICS_SERVER_H_
+#define OUTBOX_HTTP_METRICS_SERVER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace outbox {
+
+struct HealthState {
+  bool alive = false;   // /healthz
+  bool ready = false;   // /readyz
+  std::string detail;   // body text, e.g. "holding slot outbox_relay"
+};
+
+class MetricsServer {
+ public:
+  // Binds `listen` ("host:port"; port 0 picks a free one) and starts serving.
+  // InvalidArgument for a malformed address, Unavailable if it cannot bind.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& listen, std::shared_ptr<prometheus::Registry> registry,
+      std::function<HealthState()> health);
+  ~MetricsServer();  // stops and joins the server thread
+
+  int port() const;  // the bound port
+
+ private:
+  struct Impl;
+  explicit MetricsServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_HTTP_METRICS_SERVER_H_
