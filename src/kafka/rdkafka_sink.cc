@@ -187,6 +187,9 @@ void RdKafkaSink::HandleError(int err, const char* reason) {
   }
 }
 
+// Unknown topic is deliberately not here: during a broker outage or while a
+// topic is being created it is transient, so it restarts the session (and
+// repeats, visibly, if the topic never appears) rather than halting.
 bool RdKafkaSink::IsPermanentRecordError(int e) {
   switch (static_cast<rd_kafka_resp_err_t>(e)) {
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
@@ -196,8 +199,6 @@ bool RdKafkaSink::IsPermanentRecordError(int e) {
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
     case RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS:
-    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
-    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
     case RD_KAFKA_RESP_ERR__INVALID_ARG:
     case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
       return true;

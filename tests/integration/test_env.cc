@@ -72,6 +72,15 @@ std::unique_ptr<PgConn> PgConn::Connect(const std::string& conninfo) {
   return std::unique_ptr<PgConn>(new PgConn(conn));
 }
 
+std::unique_ptr<PgConn> PgConn::ConnectQuietly(const std::string& conninfo) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    PQfinish(conn);
+    return nullptr;
+  }
+  return std::unique_ptr<PgConn>(new PgConn(conn));
+}
+
 PgConn::~PgConn() { PQfinish(static_cast<PGconn*>(conn_)); }
 
 absl::StatusOr<std::vector<std::vector<std::string>>> PgConn::Query(

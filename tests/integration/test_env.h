@@ -35,6 +35,9 @@ std::string UniqueName(const std::string& prefix);
 class PgConn {
  public:
   static std::unique_ptr<PgConn> Connect(const std::string& conninfo);
+  // Connect() that returns nullptr without failing the test (for loops that
+  // wait through a server restart).
+  static std::unique_ptr<PgConn> ConnectQuietly(const std::string& conninfo);
   ~PgConn();
   // Runs SQL; returns the rows of the last statement, fields as text
   // ("" for NULL), or the server's error.

@@ -1,0 +1,108 @@
+#include "audit/audit.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace outbox {
+namespace {
+
+constexpr size_t kMaxExamples = 5;
+
+void Example(AuditReport* r, int* count, absl::string_view what,
+             absl::string_view id) {
+  if ((*count)++ < static_cast<int>(kMaxExamples)) {
+    r->examples.push_back(absl::StrCat(what, " ", id));
+  }
+}
+
+}  // namespace
+
+AuditReport Audit(const std::vector<CommittedEvent>& committed,
+                  const std::vector<PublishedRecord>& records) {
+  AuditReport r;
+  r.committed = static_cast<int64_t>(committed.size());
+  r.records = static_cast<int64_t>(records.size());
+  absl::flat_hash_map<std::string, const CommittedEvent*> by_id;
+  by_id.reserve(committed.size());
+  for (const CommittedEvent& e : committed) by_id[e.id] = &e;
+
+  // First delivery of each id, in partition order.
+  absl::flat_hash_map<std::string, int> seen;
+  seen.reserve(committed.size());
+  // Per key: the seq of the newest first-delivered event so far, and
+  // separately per partition so interleaving partitions cannot fake a
+  // violation (one key lives on one partition unless misrouted).
+  std::map<std::pair<std::string, std::string>, int64_t> last_seq;
+  int unknown_ex = 0, misrouted_ex = 0, order_ex = 0, missing_ex = 0;
+  for (const PublishedRecord& rec : records) {
+    auto it = by_id.find(rec.id);
+    if (it == by_id.end()) {
+      ++r.unknown;
+      Example(&r, &unknown_ex, "unknown", rec.id);
+      continue;
+    }
+    if (seen[rec.id]++ > 0) {
+      ++r.duplicates;
+      continue;
+    }
+    ++r.delivered;
+    const CommittedEvent& e = *it->second;
+    if (rec.key != e.key) {
+      ++r.misrouted;
+      Example(&r, &misrouted_ex, "misrouted", rec.id);
+    }
+    auto slot =
+        std::make_pair(rec.key, absl::StrCat(rec.topic, "/", rec.partition));
+    auto [pos, inserted] = last_seq.emplace(slot, e.seq);
+    if (!inserted) {
+      if (e.seq < pos->second) {
+        ++r.order_violations;
+        Example(&r, &order_ex, "out-of-order", rec.id);
+      } else {
+        pos->second = e.seq;
+      }
+    }
+  }
+  for (const CommittedEvent& e : committed) {
+    if (!seen.contains(e.id)) {
+      ++r.missing;
+      Example(&r, &missing_ex, "missing", e.id);
+    }
+  }
+  return r;
+}
+
+bool AuditReport::Passed(int64_t max_duplicates) const {
+  return missing == 0 && unknown == 0 && misrouted == 0 &&
+         order_violations == 0 &&
+         (max_duplicates < 0 || duplicates <= max_duplicates);
+}
+
+std::string AuditReport::ToText() const {
+  std::string s = absl::StrCat(
+      "committed events   ", committed, "\nrecords read       ", records,
+      "\ndelivered          ", delivered, "\nmissing            ", missing,
+      "\nduplicates         ", duplicates, "\nunknown            ", unknown,
+      "\nmisrouted          ", misrouted, "\norder violations   ",
+      order_violations, "\n");
+  for (const std::string& e : examples) absl::StrAppend(&s, "  ", e, "\n");
+  return s;
+}
+
+std::string AuditReport::ToJson() const {
+  std::string ex;
+  for (const std::string& e : examples) {
+    absl::StrAppend(&ex, ex.empty() ? "" : ",", "\"", e, "\"");
+  }
+  return absl::StrCat("{\"committed\":", committed, ",\"records\":", records,
+                      ",\"delivered\":", delivered, ",\"missing\":", missing,
+                      ",\"duplicates\":", duplicates, ",\"unknown\":", unknown,
+                      ",\"misrouted\":", misrouted,
+                      ",\"order_violations\":", order_violations,
+                      ",\"examples\":[", ex, "]}");
+}
+
+}  // namespace outbox

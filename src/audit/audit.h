@@ -1,0 +1,68 @@
+// Audit: checks what reached Kafka against what the database committed.
+//
+// The pure half of outbox-audit (src/audit/main.cc does the I/O): given the
+// committed outbox events (from the outbox tables) and the records read back
+// from Kafka, it counts
+//   missing     committed events with no record              (must be 0)
+//   duplicates  records beyond the first for an event id      (at-least-once:
+//               allowed, bounded by the relay's in-flight window)
+//   unknown     records whose id was never committed: rolled-back
+//               transactions or foreign writers                (must be 0)
+//   misrouted   first record's key differs from the event's   (must be 0)
+//   order       per key, first deliveries out of the events'
+//               creation order (seq)                           (must be 0)
+// The order check assumes each aggregate's events are created by
+// transactions that serialize on the aggregate (the usual outbox write: the
+// aggregate's row is updated in the same transaction), so creation order is
+// commit order for one key.
+//
+// Thread safety: plain functions over values.
+#ifndef OUTBOX_AUDIT_AUDIT_H_
+#define OUTBOX_AUDIT_AUDIT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace outbox {
+
+struct CommittedEvent {
+  std::string id;
+  std::string key;
+  int64_t seq = 0;  // creation order
+};
+
+struct PublishedRecord {
+  std::string id;  // the "id" header; empty when missing
+  std::string key;
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+};
+
+struct AuditReport {
+  int64_t committed = 0;
+  int64_t records = 0;
+  int64_t delivered = 0;  // distinct committed ids found
+  int64_t missing = 0;
+  int64_t duplicates = 0;
+  int64_t unknown = 0;
+  int64_t misrouted = 0;
+  int64_t order_violations = 0;
+  std::vector<std::string> examples;  // a few ids per problem, for humans
+
+  // Pass: nothing missing, unknown, misrouted or out of order, and no more
+  // duplicates than max_duplicates (negative: any number).
+  bool Passed(int64_t max_duplicates = -1) const;
+  std::string ToText() const;
+  std::string ToJson() const;
+};
+
+// `records` must be in partition order (offset ascending within each
+// topic-partition); records of different partitions may interleave.
+AuditReport Audit(const std::vector<CommittedEvent>& committed,
+                  const std::vector<PublishedRecord>& records);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_AUDIT_AUDIT_H_

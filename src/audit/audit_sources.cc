@@ -1,0 +1,214 @@
+#include "audit/audit_sources.h"
+
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace outbox {
+namespace {
+
+struct PgDeleter {
+  void operator()(PGconn* c) const { PQfinish(c); }
+};
+struct ResDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using Res = std::unique_ptr<PGresult, ResDeleter>;
+
+std::string Ident(PGconn* conn, const std::string& s) {
+  char* q = PQescapeIdentifier(conn, s.data(), s.size());
+  std::string out = q ? q : "\"\"";
+  PQfreemem(q);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<CommittedEvent>> ReadCommittedEvents(
+    const Config& config) {
+  std::unique_ptr<PGconn, PgDeleter> conn(
+      PQconnectdb(config.postgres.conninfo.c_str()));
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    return absl::UnavailableError(absl::StrCat("cannot connect to PostgreSQL: ",
+                                               PQerrorMessage(conn.get())));
+  }
+  std::vector<CommittedEvent> out;
+  for (const OutboxTable& t : config.outbox.tables) {
+    std::string table = absl::StrCat(Ident(conn.get(), t.schema), ".",
+                                     Ident(conn.get(), t.name));
+    // Pick the creation-order column this table has.
+    Res cols(PQexec(
+        conn.get(),
+        absl::StrCat("SELECT attname FROM pg_attribute WHERE attrelid = '",
+                     table,
+                     "'::regclass AND attname IN ('seq', 'created_at') "
+                     "AND NOT attisdropped ORDER BY attname DESC")
+            .c_str()));
+    if (PQresultStatus(cols.get()) != PGRES_TUPLES_OK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("outbox table ", t.QualifiedName(), ": ",
+                       PQresultErrorMessage(cols.get())));
+    }
+    std::string order = PQntuples(cols.get()) > 0
+                            ? Ident(conn.get(), PQgetvalue(cols.get(), 0, 0))
+                            : "NULL::int";
+    std::string sql = absl::StrCat(
+        "SELECT ", Ident(conn.get(), t.columns.id), "::text, ",
+        Ident(conn.get(), t.key), "::text, ",
+        order == "NULL::int"
+            ? "0"
+            : absl::StrCat("row_number() OVER (ORDER BY ", order, ")"),
+        " FROM ", table);
+    Res res(PQexec(conn.get(), sql.c_str()));
+    if (PQresultStatus(res.get()) != PGRES_TUPLES_OK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(sql, ": ", PQresultErrorMessage(res.get())));
+    }
+    for (int i = 0; i < PQntuples(res.get()); ++i) {
+      out.push_back({PQgetvalue(res.get(), i, 0), PQgetvalue(res.get(), i, 1),
+                     std::atoll(PQgetvalue(res.get(), i, 2))});
+    }
+  }
+  return out;
+}
+
+std::string TopicPattern(absl::string_view topic_template) {
+  std::string re = "^";
+  for (size_t i = 0; i < topic_template.size(); ++i) {
+    char c = topic_template[i];
+    if (c == '{' && i + 1 < topic_template.size() &&
+        topic_template[i + 1] == '{') {
+      re += "\\{";
+      ++i;
+    } else if (c == '}' && i + 1 < topic_template.size() &&
+               topic_template[i + 1] == '}') {
+      re += "\\}";
+      ++i;
+    } else if (c == '{') {
+      size_t end = topic_template.find('}', i);
+      if (end == absl::string_view::npos) break;
+      re += ".+";
+      i = end;
+    } else {
+      if (c == '.' || c == '-') re += '\\';
+      re += c;
+    }
+  }
+  return re + "$";
+}
+
+absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
+    const Config& config, const std::vector<std::string>& patterns,
+    int timeout_s) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  auto set = [&](const std::string& k, const std::string& v) {
+    return rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) ==
+           RD_KAFKA_CONF_OK;
+  };
+  // Connection settings (TLS, SASL) apply to the consumer too; producer-only
+  // ones are skipped.
+  for (const auto& [k, v] : config.kafka.properties) {
+    if (k.rfind("security.", 0) == 0 || k.rfind("ssl.", 0) == 0 ||
+        k.rfind("sasl.", 0) == 0 || k == "client.id") {
+      set(k, v);
+    }
+  }
+  set("bootstrap.servers", config.kafka.brokers);
+  set("group.id", "outbox-audit");
+  set("enable.auto.commit", "false");
+  set("enable.partition.eof", "true");
+  set("log_level", "3");
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return absl::InvalidArgumentError(err);
+  }
+  std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> guard(rk,
+                                                           rd_kafka_destroy);
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, nullptr, &md, 10000);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::UnavailableError(
+        absl::StrCat("kafka metadata: ", rd_kafka_err2str(e)));
+  }
+  std::vector<std::regex> res;
+  for (const auto& p : patterns) res.emplace_back(p);
+  rd_kafka_topic_partition_list_t* assign =
+      rd_kafka_topic_partition_list_new(16);
+  std::map<std::pair<std::string, int32_t>, int64_t> end;
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    std::string topic = md->topics[i].topic;
+    bool match = false;
+    for (const auto& re : res) match |= std::regex_match(topic, re);
+    if (!match) continue;
+    for (int p = 0; p < md->topics[i].partition_cnt; ++p) {
+      int32_t part = md->topics[i].partitions[p].id;
+      int64_t lo = 0, hi = 0;
+      rd_kafka_query_watermark_offsets(rk, topic.c_str(), part, &lo, &hi,
+                                       10000);
+      if (hi <= lo) continue;
+      end[{topic, part}] = hi;
+      rd_kafka_topic_partition_list_add(assign, topic.c_str(), part)->offset =
+          RD_KAFKA_OFFSET_BEGINNING;
+    }
+  }
+  rd_kafka_metadata_destroy(md);
+  std::vector<PublishedRecord> out;
+  if (end.empty()) {
+    rd_kafka_topic_partition_list_destroy(assign);
+    return out;
+  }
+  rd_kafka_poll_set_consumer(rk);
+  rd_kafka_assign(rk, assign);
+  rd_kafka_topic_partition_list_destroy(assign);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  size_t done = 0;
+  std::map<std::pair<std::string, int32_t>, bool> finished;
+  while (done < end.size()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "read ", out.size(), " records but ", end.size() - done,
+          " partitions did not reach their end within ", timeout_s, " s"));
+    }
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 500);
+    if (m == nullptr) continue;
+    std::string topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
+    auto key = std::make_pair(topic, m->partition);
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      PublishedRecord r;
+      r.topic = topic;
+      r.partition = m->partition;
+      r.offset = m->offset;
+      if (m->key) r.key.assign(static_cast<char*>(m->key), m->key_len);
+      rd_kafka_headers_t* hdrs = nullptr;
+      const void* val = nullptr;
+      size_t size = 0;
+      if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+          rd_kafka_header_get_last(hdrs, "id", &val, &size) ==
+              RD_KAFKA_RESP_ERR_NO_ERROR &&
+          val != nullptr) {
+        r.id.assign(static_cast<const char*>(val), size);
+      }
+      out.push_back(std::move(r));
+    }
+    bool at_end = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
+                  (m->err == RD_KAFKA_RESP_ERR_NO_ERROR && end.count(key) &&
+                   m->offset + 1 >= end[key]);
+    if (at_end && end.count(key) && !finished[key]) {
+      finished[key] = true;
+      ++done;
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  return out;
+}
+
+}  // namespace outbox

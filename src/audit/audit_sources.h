@@ -1,0 +1,36 @@
+// Where outbox-audit reads from: the outbox tables (what was committed) and
+// Kafka (what was published). Both read-only; neither takes the slot or
+// commits consumer offsets.
+#ifndef OUTBOX_AUDIT_AUDIT_SOURCES_H_
+#define OUTBOX_AUDIT_AUDIT_SOURCES_H_
+
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "audit/audit.h"
+#include "config/config.h"
+
+namespace outbox {
+
+// Every row of the configured outbox tables: id, key column, and creation
+// order (the seq column, else created_at, else none: seq 0 for all, which
+// disables the order check).
+absl::StatusOr<std::vector<CommittedEvent>> ReadCommittedEvents(
+    const Config& config);
+
+// A regex matching every topic a table's template can render
+// ("outbox.event.{aggregatetype}" -> "^outbox\.event\..+$").
+std::string TopicPattern(absl::string_view topic_template);
+
+// Reads every record of the topics matching any pattern, from the beginning
+// up to the end offsets seen at the start, in partition order.
+absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
+    const Config& config, const std::vector<std::string>& patterns,
+    int timeout_s);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_AUDIT_AUDIT_SOURCES_H_

@@ -1,0 +1,101 @@
+#include "audit/audit.h"
+
+#include <regex>
+
+#include "audit/audit_sources.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace outbox {
+namespace {
+
+std::vector<CommittedEvent> Events() {
+  return {{"e1", "k1", 1}, {"e2", "k2", 2}, {"e3", "k1", 3}, {"e4", "k1", 4}};
+}
+
+PublishedRecord Rec(const std::string& id, const std::string& key,
+                    int32_t partition = 0) {
+  return {id, key, "t", partition, 0};
+}
+
+TEST(AuditTest, CleanRunPasses) {
+  auto r = Audit(Events(), {Rec("e1", "k1"), Rec("e2", "k2", 1),
+                            Rec("e3", "k1"), Rec("e4", "k1")});
+  EXPECT_TRUE(r.Passed(0)) << r.ToText();
+  EXPECT_EQ(r.delivered, 4);
+  EXPECT_EQ(r.missing + r.duplicates + r.unknown + r.order_violations, 0);
+}
+
+TEST(AuditTest, CountsMissing) {
+  auto r = Audit(Events(), {Rec("e1", "k1"), Rec("e3", "k1")});
+  EXPECT_EQ(r.missing, 2);
+  EXPECT_FALSE(r.Passed());
+  EXPECT_THAT(r.ToText(), ::testing::HasSubstr("missing e2"));
+}
+
+TEST(AuditTest, DuplicatesAreAllowedUpToTheBound) {
+  // A replay after a crash: e3 and e4 again after e4.
+  auto r = Audit(Events(), {Rec("e1", "k1"), Rec("e2", "k2"), Rec("e3", "k1"),
+                            Rec("e4", "k1"), Rec("e3", "k1"), Rec("e4", "k1")});
+  EXPECT_EQ(r.duplicates, 2);
+  EXPECT_EQ(r.order_violations, 0);  // replays repeat, they do not reorder
+  EXPECT_TRUE(r.Passed());
+  EXPECT_TRUE(r.Passed(2));
+  EXPECT_FALSE(r.Passed(1));
+}
+
+TEST(AuditTest, UnknownIdsFail) {
+  auto r = Audit(Events(), {Rec("e1", "k1"), Rec("e2", "k2"), Rec("e3", "k1"),
+                            Rec("e4", "k1"), Rec("rolled-back", "k1")});
+  EXPECT_EQ(r.unknown, 1);
+  EXPECT_FALSE(r.Passed());
+}
+
+TEST(AuditTest, PerKeyOrderViolation) {
+  auto r = Audit(Events(), {Rec("e1", "k1"), Rec("e4", "k1"), Rec("e3", "k1"),
+                            Rec("e2", "k2")});
+  EXPECT_EQ(r.order_violations, 1);
+  EXPECT_FALSE(r.Passed());
+}
+
+TEST(AuditTest, OtherKeysMayInterleave) {
+  auto r = Audit(Events(), {Rec("e2", "k2", 1), Rec("e1", "k1"),
+                            Rec("e3", "k1"), Rec("e4", "k1")});
+  EXPECT_EQ(r.order_violations, 0);
+}
+
+TEST(AuditTest, WrongKeyIsMisrouted) {
+  auto r = Audit(Events(), {Rec("e1", "k9"), Rec("e2", "k2"), Rec("e3", "k1"),
+                            Rec("e4", "k1")});
+  EXPECT_EQ(r.misrouted, 1);
+  EXPECT_FALSE(r.Passed());
+}
+
+TEST(AuditTest, JsonHasEveryCount) {
+  auto r = Audit(Events(), {Rec("e1", "k1")});
+  std::string j = r.ToJson();
+  for (const char* k : {"\"committed\":4", "\"missing\":3", "\"duplicates\":0",
+                        "\"unknown\":0", "\"order_violations\":0"}) {
+    EXPECT_THAT(j, ::testing::HasSubstr(k));
+  }
+}
+
+}  // namespace
+}  // namespace outbox
+
+namespace outbox {
+namespace {
+
+TEST(TopicPatternTest, PlaceholdersMatchAnyNameAndLiteralsOnlyThemselves) {
+  std::regex def(TopicPattern("outbox.event.{aggregatetype}"));
+  EXPECT_TRUE(std::regex_match("outbox.event.order", def));
+  EXPECT_FALSE(std::regex_match("outbox.eventXorder", def));
+  EXPECT_FALSE(std::regex_match("outbox.event.", def));
+  std::regex exact(TopicPattern("outbox.event.f_1_2_1"));
+  EXPECT_TRUE(std::regex_match("outbox.event.f_1_2_1", exact));
+  EXPECT_FALSE(std::regex_match("outbox.event.f_1_2_10", exact));
+  EXPECT_FALSE(std::regex_match("outbox.event.f_1_2_", exact));
+}
+
+}  // namespace
+}  // namespace outbox

@@ -1,0 +1,359 @@
+// Fault-injection suite: the real relay binaries, the real PostgreSQL and
+// Kafka of the test fixture, concurrent writers, and a fault; then
+// outbox-audit (the product's own audit tool) checks Kafka against the
+// database: nothing missing, no rolled-back or unknown events, no per-key
+// order violations; duplicates are counted.
+//
+// Bounded for CI; OUTBOX_FAULT_CYCLES and OUTBOX_FAULT_OUTAGE_S make it
+// longer. Each test appends a row to $OUTBOX_FAULT_RESULTS (default
+// build/fault-results.md): fault, cycles, events written, missing,
+// duplicates, order violations.
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/test_env.h"
+
+namespace outbox::testing {
+namespace {
+
+int EnvInt(const char* name, int def) {
+  const char* v = getenv(name);
+  return v ? atoi(v) : def;
+}
+
+int64_t JsonInt(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re("\"" + key + "\":(-?[0-9]+)");
+  return std::regex_search(json, m, re) ? std::stoll(m[1]) : -1;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes outbox rows in small transactions until stopped, reconnecting
+// through server restarts. The database is the truth the audit reads, so a
+// commit whose outcome was lost in a crash needs no bookkeeping here. Every
+// 5th transaction rolls back. Each key belongs to one writer, so one key's
+// events commit in creation order.
+class Writers {
+ public:
+  Writers(std::string table, std::string aggtype, int count)
+      : table_(std::move(table)), aggtype_(std::move(aggtype)) {
+    for (int w = 0; w < count; ++w) {
+      threads_.emplace_back([this, w] { Run(w); });
+    }
+  }
+  ~Writers() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  int64_t commits() const { return commits_; }
+
+ private:
+  void Run(int w) {
+    std::unique_ptr<PgConn> conn;
+    int t = 0;
+    while (!stop_) {
+      if (!conn) {
+        conn = PgConn::ConnectQuietly(TestEnv::Get().pg_conninfo());
+        if (!conn) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          continue;
+        }
+      }
+      ++t;
+      std::string sql = absl::StrCat(
+          "BEGIN; INSERT INTO public.", table_,
+          " (id, aggregatetype, aggregateid, type, payload) SELECT "
+          "gen_random_uuid(), '",
+          aggtype_, "', 'w", w,
+          "-k' || (i % 5), 'Tick', jsonb_build_object("
+          "'w', ",
+          w, ", 't', ", t,
+          ", 'i', i, 'pad', repeat('p', 200)) FROM "
+          "generate_series(1, ",
+          1 + t % 4, ") i; ", t % 5 == 0 ? "ROLLBACK;" : "COMMIT;");
+      if (conn->Query(sql).ok()) {
+        if (t % 5 != 0) ++commits_;
+      } else {
+        conn.reset();  // server went away: reconnect
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+  std::string table_, aggtype_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> commits_{0};
+  std::vector<std::thread> threads_;
+};
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_ = &TestEnv::Get();
+    db_ = PgConn::Connect(env_->pg_conninfo());
+    ASSERT_NE(db_, nullptr);
+    db_->Exec(ReadAll(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox.sql"));
+    table_ = UniqueName("fault");
+    aggtype_ = UniqueName("f");
+    slot_ = UniqueName("fslot");
+    db_->Exec("CREATE TABLE public." + table_ +
+              " (LIKE public.outbox INCLUDING ALL)");
+    dir_ = TempDir("fault");
+    cycles_ = EnvInt("OUTBOX_FAULT_CYCLES", 3);
+  }
+
+  void TearDown() override {
+    relays_.clear();
+    Reconnect();
+    db_->Query("SELECT pg_drop_replication_slot('" + slot_ + "')")
+        .status()
+        .IgnoreError();
+  }
+
+  void Reconnect() {
+    WaitUntil(
+        [&] {
+          db_ = PgConn::ConnectQuietly(env_->pg_conninfo());
+          return db_ != nullptr;
+        },
+        60000);
+    ASSERT_NE(db_, nullptr);
+  }
+
+  std::vector<std::string> CommonArgs() {
+    return {"--pg",     env_->pg_conninfo(), "--kafka", env_->kafka_brokers(),
+            "--tables", "public." + table_};
+  }
+
+  Process* StartRelay() {
+    std::vector<std::string> args = {BinaryPath("outbox-relay")};
+    for (auto& a : CommonArgs()) args.push_back(a);
+    for (auto& a : std::vector<std::string>{
+             "--slot", slot_, "--set", "log.progress_interval_s=2", "--set",
+             "postgres.reconnect_backoff_max_ms=1000", "--set",
+             "http.listen="}) {
+      args.push_back(a);
+    }
+    relays_.push_back(Process::Start(
+        args, absl::StrCat(dir_, "/relay", relays_.size(), ".log")));
+    return relays_.back().get();
+  }
+
+  bool SlotActive(int timeout_ms = 30000) {
+    return WaitUntil(
+        [&] {
+          auto rows = db_->Query(
+              "SELECT 1 FROM pg_replication_slots WHERE slot_name = '" + slot_ +
+              "' AND active");
+          return rows.ok() && rows->size() == 1;
+        },
+        timeout_ms);
+  }
+
+  std::string Logs() {
+    std::string out;
+    for (auto& r : relays_) out += r->Output();
+    return out;
+  }
+
+  // Runs outbox-audit until nothing is missing (the relay may still be
+  // catching up) or 120 s pass; checks and records the result.
+  void AuditAndRecord(const std::string& fault, int cycles) {
+    std::string json;
+    WaitUntil(
+        [&] {
+          std::vector<std::string> args = {BinaryPath("outbox-audit")};
+          for (auto& a : CommonArgs()) args.push_back(a);
+          // Only this test's topic (the template without placeholders).
+          args.push_back("--topic");
+          args.push_back("outbox.event." + aggtype_);
+          args.push_back("--json");
+          auto p = Process::Start(args, dir_ + "/audit.log");
+          p->Wait(180000);
+          std::string out = p->Output();
+          size_t brace = out.rfind('{');
+          json = brace == std::string::npos ? out : out.substr(brace);
+          std::ofstream(dir_ + "/audit.log", std::ios::trunc);
+          return JsonInt(json, "missing") == 0;
+        },
+        120000);
+    int64_t committed = JsonInt(json, "committed");
+    int64_t missing = JsonInt(json, "missing");
+    int64_t dups = JsonInt(json, "duplicates");
+    int64_t unknown = JsonInt(json, "unknown");
+    int64_t order = JsonInt(json, "order_violations");
+    EXPECT_GT(committed, 0) << json;
+    EXPECT_EQ(missing, 0) << json << "\n" << Logs();
+    EXPECT_EQ(unknown, 0) << json;
+    EXPECT_EQ(order, 0) << json;
+    EXPECT_EQ(JsonInt(json, "misrouted"), 0) << json;
+    const char* path = getenv("OUTBOX_FAULT_RESULTS");
+    std::ofstream out(path ? path : "fault-results.md", std::ios::app);
+    out << "| outbox-relay | " << fault << " | " << cycles << " | " << committed
+        << " | " << missing << " | " << dups << " | " << order << " |\n";
+    std::cerr << "fault " << fault << ": " << json << "\n";
+  }
+
+  const TestEnv* env_;
+  std::unique_ptr<PgConn> db_;
+  std::string table_, aggtype_, slot_, dir_;
+  int cycles_ = 3;
+  std::vector<std::unique_ptr<Process>> relays_;
+};
+
+TEST_F(FaultTest, SigkillAtRandomMoments) {
+  StartRelay();
+  ASSERT_TRUE(SlotActive()) << Logs();
+  Writers writers(table_, aggtype_, 3);
+  std::mt19937 rng(7);
+  for (int c = 0; c < cycles_ * 3; ++c) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 1500));
+    relays_.back()->Signal(SIGKILL);
+    relays_.back()->Wait(10000);
+    StartRelay();
+  }
+  writers.Stop();
+  AuditAndRecord("SIGKILL relay", cycles_ * 3);
+}
+
+TEST_F(FaultTest, PausedLongerThanWalSenderTimeout) {
+  db_->Exec("ALTER SYSTEM SET wal_sender_timeout = '2s'");
+  db_->Exec("SELECT pg_reload_conf()");
+  Process* relay = StartRelay();
+  ASSERT_TRUE(SlotActive()) << Logs();
+  Writers writers(table_, aggtype_, 2);
+  for (int c = 0; c < cycles_; ++c) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    relay->Signal(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    relay->Signal(SIGCONT);
+  }
+  writers.Stop();
+  db_->Exec("ALTER SYSTEM RESET wal_sender_timeout");
+  db_->Exec("SELECT pg_reload_conf()");
+  AuditAndRecord("SIGSTOP 4 s > wal_sender_timeout 2 s", cycles_);
+  EXPECT_TRUE(relay->Running()) << Logs();
+}
+
+TEST_F(FaultTest, KafkaBrokerKilledAndRestarted) {
+  StartRelay();
+  ASSERT_TRUE(SlotActive()) << Logs();
+  Writers writers(table_, aggtype_, 2);
+  for (int c = 0; c < cycles_; ++c) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
+  }
+  writers.Stop();
+  AuditAndRecord("Kafka broker SIGKILL + restart", cycles_);
+}
+
+TEST_F(FaultTest, KafkaUnreachableForLong) {
+  int outage_s = EnvInt("OUTBOX_FAULT_OUTAGE_S", 20);
+  Process* relay = StartRelay();
+  ASSERT_TRUE(SlotActive()) << Logs();
+  Writers writers(table_, aggtype_, 2);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
+  std::string lag_before = db_->Scalar(
+      "SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM "
+      "pg_replication_slots WHERE slot_name = '" +
+      slot_ + "'");
+  std::this_thread::sleep_for(std::chrono::seconds(outage_s));
+  std::string lag_during = db_->Scalar(
+      "SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM "
+      "pg_replication_slots WHERE slot_name = '" +
+      slot_ + "'");
+  std::string rss =
+      ReadAll("/proc/" + std::to_string(relay->pid()) + "/status");
+  ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
+  writers.Stop();
+  // Slot lag grew while Kafka was away, and drains after.
+  EXPECT_GT(std::stoll(lag_during), std::stoll(lag_before));
+  std::smatch m;
+  std::regex_search(rss, m, std::regex("VmHWM:\\s+([0-9]+) kB"));
+  std::cerr << "outage " << outage_s << " s: slot lag " << lag_before << " -> "
+            << lag_during << " bytes, relay peak RSS " << m[1] << " kB\n";
+  AuditAndRecord(absl::StrCat("Kafka unreachable ", outage_s, " s"), 1);
+  EXPECT_TRUE(relay->Running()) << Logs();
+}
+
+TEST_F(FaultTest, PostgresFastAndImmediateRestarts) {
+  StartRelay();
+  ASSERT_TRUE(SlotActive()) << Logs();
+  Writers writers(table_, aggtype_, 2);
+  for (int c = 0; c < cycles_; ++c) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ASSERT_EQ(RunScript("pg.sh restart " + env_->pg_dir() +
+                        (c % 2 ? " immediate" : " fast")),
+              0);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  writers.Stop();
+  Reconnect();
+  AuditAndRecord("PostgreSQL restart (fast/immediate)", cycles_);
+}
+
+TEST_F(FaultTest, WalsenderTerminatedByTheServer) {
+  StartRelay();
+  ASSERT_TRUE(SlotActive()) << Logs();
+  Writers writers(table_, aggtype_, 2);
+  for (int c = 0; c < cycles_ * 2; ++c) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    db_->Exec(
+        "SELECT pg_terminate_backend(active_pid) FROM "
+        "pg_replication_slots WHERE slot_name = '" +
+        slot_ + "' AND active");
+  }
+  writers.Stop();
+  AuditAndRecord("pg_terminate_backend(walsender)", cycles_ * 2);
+}
+
+TEST_F(FaultTest, StandbyTakesOverWhenTheActiveInstanceDies) {
+  Process* active = StartRelay();
+  ASSERT_TRUE(SlotActive()) << Logs();
+  Process* standby = StartRelay();
+  Writers writers(table_, aggtype_, 2);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(standby->Running()) << "a waiting standby must not exit\n"
+                                  << Logs();
+  EXPECT_THAT(standby->Output(), ::testing::HasSubstr("in use"));
+  auto killed = std::chrono::steady_clock::now();
+  active->Signal(SIGKILL);
+  active->Wait(10000);
+  // Give the standby its chance: it must start streaming on its own.
+  ASSERT_TRUE(WaitUntil(
+      [&] { return standby->Output().find("streaming") != std::string::npos; },
+      60000))
+      << Logs();
+  double takeover =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+          .count();
+  std::cerr << "standby took over after " << takeover << " s\n";
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  writers.Stop();
+  AuditAndRecord(absl::StrCat("standby takeover (",
+                              static_cast<int>(takeover * 10) / 10.0, " s)"),
+                 1);
+}
+
+}  // namespace
+}  // namespace outbox::testing
