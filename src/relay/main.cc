@@ -2,10 +2,17 @@
 // See README.md; `outbox-relay --help` lists every setting.
 #include <csignal>
 #include <cstdio>
+#include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "config/command_line.h"
 #include "config/config.h"
+#include "http/metrics_server.h"
+#include "outbox/clock.h"
+#include "prometheus/registry.h"
+#include "relay/relay_metrics.h"
+#include "relay/status_command.h"
 #include "relay/supervisor.h"
 
 namespace {
@@ -13,6 +20,31 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 void OnSignal(int) { g_stop.store(true); }
+
+// /healthz fails when neither the relay loop nor the supervisor has turned
+// for this long. Connecting can block up to connect_timeout_s, so that
+// counts on top.
+constexpr int64_t kAliveSlackUs = 5'000'000;
+
+outbox::HealthState Health(const outbox::RelayMetrics& metrics,
+                           const outbox::Config& config) {
+  using namespace outbox;
+  HealthState h;
+  int64_t idle_us = RealClock()->NowMicros() - metrics.last_turn_us();
+  h.alive =
+      idle_us < kAliveSlackUs + config.postgres.connect_timeout_s * 1'000'000;
+  h.ready = h.alive && metrics.streaming();
+  if (!h.alive) {
+    h.detail = absl::StrCat("relay loop has not turned for ",
+                            idle_us / 1'000'000, " s");
+  } else if (h.ready) {
+    h.detail = absl::StrCat("streaming from slot ", config.postgres.slot);
+  } else {
+    h.detail = absl::StrCat("not streaming from slot ", config.postgres.slot,
+                            " (connecting or waiting to reconnect)");
+  }
+  return h;
+}
 
 }  // namespace
 
@@ -40,14 +72,39 @@ int main(int argc, char** argv) {
   }
   SetLogFormat(config->log.format == LogFormat::kJson);
   SetLogSeverity(static_cast<Severity>(static_cast<int>(config->log.level)));
-  if (cl->command != CommandLine::Command::kRun) {
-    fprintf(stderr, "outbox-relay: the status command is not built yet\n");
-    return kExitUsage;
+  if (cl->command == CommandLine::Command::kStatus) {
+    return RunStatusCommand(*config, stdout, stderr);
   }
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  return RunRelay(*config, g_stop);
+
+  auto metrics =
+      std::make_unique<RelayMetrics>(std::make_shared<prometheus::Registry>());
+  metrics->Heartbeat(RealClock()->NowMicros());
+  std::unique_ptr<MetricsServer> http;
+  std::string http_listen = "disabled";
+  if (!config->http.listen.empty()) {
+    const Config& c = *config;
+    RelayMetrics* m = metrics.get();
+    auto server = MetricsServer::Start(c.http.listen, metrics->registry(),
+                                       [m, &c] { return Health(*m, c); });
+    if (!server.ok()) {
+      Log(Severity::kError, std::string(server.status().message()));
+      return kExitUsage;
+    }
+    http = std::move(*server);
+    std::string host =
+        config->http.listen.substr(0, config->http.listen.rfind(':'));
+    http_listen = absl::StrCat(host, ":", http->port());
+  }
+  Log(Severity::kInfo, "starting",
+      {{"version", OUTBOX_VERSION},
+       {"slot", config->postgres.slot},
+       {"http_listen", http_listen}});
+  int code = RunRelay(*config, g_stop, metrics.get());
+  http.reset();  // before the metrics it serves
+  return code;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "outbox/status_macros.h"
+#include "relay/relay_metrics.h"
 
 namespace outbox {
 namespace {
@@ -25,14 +26,15 @@ std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
 
 Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
              Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
-             Lsn start)
+             Lsn start, RelayMetrics* metrics)
     : options_(options),
       stream_(stream),
       decoder_(decoder),
       router_(router),
       sink_(sink),
       clock_(clock),
-      tracker_(start) {
+      tracker_(start),
+      metrics_(metrics) {
   stats_.confirmed = start;
   stats_.received = start;
   last_sent_flush_ = start;
@@ -47,10 +49,12 @@ bool Relay::Backpressured() const {
 
 absl::Status Relay::Run(const std::atomic<bool>& stop) {
   RETURN_IF_ERROR(stream_->Start(tracker_.confirmed()));
+  if (metrics_ != nullptr) metrics_->SetStreaming(true);
   last_status_us_ = clock_->NowMicros();
   last_progress_us_ = last_status_us_;
   StreamMessage msg;
   while (!stop.load(std::memory_order_relaxed)) {
+    if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
     sink_->Poll(0);
     if (!delivery_error_.ok()) return Shutdown(delivery_error_);
     if (absl::Status h = sink_->health(); !h.ok()) return Shutdown(h);
@@ -74,6 +78,7 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
     }
     if (absl::Status s = MaybeSendStatus(false); !s.ok()) return Shutdown(s);
     MaybeLogProgress();
+    if (metrics_ != nullptr) UpdateMetrics();
     if (!more) {
       int64_t until_status = options_.status_interval_ms -
                              (clock_->NowMicros() - last_status_us_) / 1000;
@@ -107,6 +112,8 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
             FormatLsn(msg.data_start)));
       }
       in_transaction_ = true;
+      txn_commit_time_us_ = change_.commit_time_us;
+      txn_has_events_ = false;
       return tracker_.Begin(change_.commit_time_us);
     case Change::Kind::kCommit:
       if (!in_transaction_) {
@@ -117,6 +124,7 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
       in_transaction_ = false;
       ++stats_.transactions;
       stats_.received = std::max(stats_.received, change_.end_lsn);
+      if (txn_has_events_) txn_times_.back().end_lsn = change_.end_lsn;
       return tracker_.Commit(change_.end_lsn);
     case Change::Kind::kInsert:
       if (!in_transaction_) {
@@ -135,6 +143,10 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
 
 absl::Status Relay::HandleInsert(const StreamMessage& msg) {
   ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
+  if (metrics_ != nullptr && !txn_has_events_) {
+    txn_has_events_ = true;
+    txn_times_.push_back({ticket, txn_commit_time_us_, kInvalidLsn});
+  }
   if (absl::Status s = router_->Route(change_, &record_); !s.ok()) {
     return Poison(s, ticket, record_.event_id, change_.lsn, msg.payload);
   }
@@ -160,6 +172,10 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
     // The producer's queue is full: serve reports until it drains, and keep
     // PostgreSQL informed meanwhile. The record stays tracked, so stopping
     // here is safe: its transaction is never confirmed.
+    if (metrics_ != nullptr) {
+      metrics_->Heartbeat(clock_->NowMicros());
+      report_unix_us_ = clock_->UnixMicros();
+    }
     sink_->Poll(10);
     RETURN_IF_ERROR(MaybeSendStatus(false));
     if (!delivery_error_.ok()) {
@@ -219,6 +235,12 @@ void Relay::OnDelivery(const DeliveryReport& report) {
     ++stats_.events_delivered;
     stats_.bytes_delivered += static_cast<int64_t>(report.record.value.size());
     if (to_dlq) ++stats_.dead_lettered;
+    if (metrics_ != nullptr) {
+      metrics_->OnDelivered(report.record.topic,
+                            static_cast<int64_t>(report.record.value.size()));
+      if (to_dlq) metrics_->OnDeadLettered();
+      metrics_->ObserveLatency(LatencySeconds(report.ticket));
+    }
     if (absl::Status s = tracker_.Delivered(report.ticket); !s.ok()) {
       // A report the tracker cannot place: stop rather than guess.
       if (delivery_error_.ok())
@@ -227,6 +249,7 @@ void Relay::OnDelivery(const DeliveryReport& report) {
     return;
   }
   ++stats_.delivery_errors;
+  if (metrics_ != nullptr) metrics_->OnDeliveryError();
   if (!delivery_error_.ok()) return;  // already winding down
   std::string what =
       absl::StrCat("delivery of event ", report.record.event_id, " to topic ",
@@ -336,6 +359,44 @@ void Relay::MaybeLogProgress() {
   last_progress_events_ = stats_.events_delivered;
 }
 
+void Relay::UpdateMetrics() {
+  metrics_->Heartbeat(clock_->NowMicros());
+  metrics_->Flush();
+  Lsn confirmed = tracker_.confirmed();
+  while (!txn_times_.empty() && txn_times_.front().end_lsn != kInvalidLsn &&
+         txn_times_.front().end_lsn <= confirmed) {
+    txn_times_.pop_front();
+  }
+  // Lag in time: the age of the oldest event not yet confirmed, i.e. now
+  // minus the commit time of the oldest unconfirmed transaction with events;
+  // 0 when nothing is pending. (Not the newest confirmed transaction's
+  // commit time: after a quiet hour that would read as an hour of lag while
+  // the first new event is in flight.)
+  double lag_s = 0;
+  if (stats_.inflight_events > 0) {
+    int64_t since = txn_times_.empty() ? tracker_.confirmed_commit_time_us()
+                                       : txn_times_.front().commit_time_us;
+    if (since > 0) {
+      lag_s = std::max<int64_t>(0, clock_->UnixMicros() - since) / 1e6;
+    }
+  }
+  // Positions as PostgreSQL knows them: the last flush LSN sent.
+  metrics_->SetPosition(std::max(stats_.received, last_sent_flush_),
+                        last_sent_flush_, stats_.inflight_events,
+                        stats_.inflight_bytes, lag_s);
+}
+
+double Relay::LatencySeconds(uint64_t ticket) const {
+  // The event's transaction is the last one starting at or before it.
+  auto it = std::upper_bound(
+      txn_times_.begin(), txn_times_.end(), ticket,
+      [](uint64_t t, const TxnTime& txn) { return t < txn.first_ticket; });
+  if (it == txn_times_.begin()) return -1;
+  --it;
+  if (it->commit_time_us <= 0) return -1;
+  return std::max<int64_t>(0, report_unix_us_ - it->commit_time_us) / 1e6;
+}
+
 void Relay::WaitForWork(int timeout_ms, bool want_stream) {
   pollfd fds[2];
   int n = 0;
@@ -351,6 +412,7 @@ void Relay::WaitForWork(int timeout_ms, bool want_stream) {
 }
 
 absl::Status Relay::Shutdown(absl::Status result) {
+  if (metrics_ != nullptr) metrics_->SetStreaming(false);
   bool stream_alive = !absl::IsUnavailable(result) ||
                       !delivery_error_.ok();  // a delivery error: stream ok
   // Let Kafka finish what it has so the final position covers it. After a
@@ -360,6 +422,7 @@ absl::Status Relay::Shutdown(absl::Status result) {
                           absl::IsDataLoss(result)
                       ? options_.flush_timeout_ms
                       : std::min(options_.flush_timeout_ms, 5000);
+    if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
     absl::Status f = sink_->Flush(timeout);
     if (!f.ok()) {
       Log(Severity::kWarn, "shutting down with undelivered events",
@@ -377,6 +440,7 @@ absl::Status Relay::Shutdown(absl::Status result) {
     if (s.ok()) stream_->Stop().IgnoreError();
   }
   stats_.confirmed = tracker_.confirmed();
+  if (metrics_ != nullptr) UpdateMetrics();
   return result;
 }
 

@@ -13,6 +13,12 @@
 // stops reading the stream but keeps serving the sink and sending status
 // updates, so memory stays bounded whatever the backlog or outage.
 //
+// Metrics: with a RelayMetrics (optional; nullptr in most unit tests) the
+// loop also updates the Prometheus metrics and the health heartbeat on its
+// own thread: per delivery a hash lookup, a binary search over the
+// unconfirmed transactions and a few plain adds; per loop turn a clock read,
+// a few gauge stores and the flush of the buffered counters.
+//
 // Run() returns:
 //   OK                  stop was requested; everything deliverable was
 //                       flushed and the final position sent
@@ -68,13 +74,16 @@ struct RelayStats {
   bool backpressured = false;
 };
 
+class RelayMetrics;
+
 class Relay {
  public:
   // None of the pointers is owned; all must outlive Run(). `start` is the
-  // slot's confirmed position (the watermark starts there).
+  // slot's confirmed position (the watermark starts there). `metrics` may be
+  // null.
   Relay(const RelayOptions& options, ReplicationStream* stream,
         Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
-        Lsn start);
+        Lsn start, RelayMetrics* metrics = nullptr);
 
   // Streams until `stop` becomes true or an error; see the header comment.
   absl::Status Run(const std::atomic<bool>& stop);
@@ -96,6 +105,9 @@ class Relay {
   absl::Status Shutdown(absl::Status result);
   bool Backpressured() const;
   void WaitForWork(int timeout_ms, bool want_stream);
+  // Metrics only: per-turn gauges and heartbeat; commit time -> latency.
+  void UpdateMetrics();
+  double LatencySeconds(uint64_t ticket) const;
 
   RelayOptions options_;
   ReplicationStream* stream_;
@@ -125,6 +137,22 @@ class Relay {
   int64_t last_progress_us_ = 0;
   int64_t last_progress_events_ = 0;
   std::atomic<bool> stopping_{false};
+
+  RelayMetrics* metrics_;
+  // Metrics only: the commit time of each unconfirmed transaction that has
+  // events, by its first ticket (tickets are issued in stream order), so a
+  // delivery report finds its commit time by binary search. Entries leave
+  // once the watermark passes their end LSN.
+  struct TxnTime {
+    uint64_t first_ticket;
+    int64_t commit_time_us;
+    Lsn end_lsn;  // kInvalidLsn until the commit record
+  };
+  std::deque<TxnTime> txn_times_;
+  int64_t txn_commit_time_us_ = 0;  // of the open transaction
+  // Wall clock read before serving reports: their delivery time.
+  int64_t report_unix_us_ = 0;
+  bool txn_has_events_ = false;
 };
 
 }  // namespace outbox

@@ -1,6 +1,8 @@
 #include "relay/supervisor.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,7 @@
 #include "decode/wal2json_decoder.h"
 #include "kafka/rdkafka_sink.h"
 #include "pg/libpq_replication_stream.h"
+#include "pg/slot_monitor.h"
 #include "relay/relay.h"
 #include "route/router.h"
 
@@ -48,17 +51,104 @@ std::string Mapping(const Config& config) {
   return absl::StrJoin(parts, "; ");
 }
 
-// Sleeps up to `ms`, returning early when stop is set.
-void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop) {
+// Sleeps up to `ms`, returning early when stop is set. Keeps the health
+// heartbeat turning: waiting to reconnect is alive.
+void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop,
+                        RelayMetrics* metrics) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (!stop.load() && std::chrono::steady_clock::now() < until) {
+    if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
+constexpr std::chrono::milliseconds kSlotMonitorTick{500};
+
+// Queries the slot every kSlotMonitorInterval on its own thread, over a
+// normal connection (never the replication one: a slow query must not stall
+// the relay loop), and sets the slot gauges. Errors are counted and logged
+// once per distinct message; the next round reconnects. Destruction waits
+// for a query or connect in progress (at most postgres.connect_timeout_s).
+
+class SlotMonitorThread {
+ public:
+  SlotMonitorThread(const Config& config, RelayMetrics* metrics)
+      : conninfo_(config.postgres.conninfo),
+        slot_(config.postgres.slot),
+        connect_timeout_s_(static_cast<int>(config.postgres.connect_timeout_s)),
+        metrics_(metrics),
+        thread_([this] { Loop(); }) {}
+  ~SlotMonitorThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  // Queries every kSlotMonitorInterval, and at once when a session starts
+  // or ends (checked every kSlotMonitorTick), so the slot gauges show a new
+  // session holding the slot without waiting a whole interval.
+  void Loop() {
+    auto next = std::chrono::steady_clock::now();
+    bool streaming = false;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= next || metrics_->streaming() != streaming) {
+        streaming = metrics_->streaming();
+        lock.unlock();
+        QueryOnce();
+        lock.lock();
+        next = std::chrono::steady_clock::now() + kSlotMonitorInterval;
+      }
+      cv_.wait_for(lock, kSlotMonitorTick, [this] { return done_; });
+    }
+  }
+
+  void QueryOnce() {
+    if (monitor_ == nullptr) {
+      auto m = SlotMonitor::Connect(conninfo_, connect_timeout_s_);
+      if (!m.ok()) return Failed(m.status());
+      monitor_ = std::move(*m);
+    }
+    absl::StatusOr<SlotStatus> s = monitor_->Query(slot_);
+    if (!s.ok()) {
+      if (absl::IsUnavailable(s.status())) monitor_.reset();
+      // The supervisor creates a missing slot; nothing to report until then.
+      if (!absl::IsNotFound(s.status())) Failed(s.status());
+      return;
+    }
+    metrics_->SetSlot(*s);
+    last_error_.clear();
+  }
+
+  void Failed(const absl::Status& s) {
+    metrics_->OnSlotMonitorError();
+    if (s.message() == last_error_) return;
+    last_error_ = std::string(s.message());
+    Log(Severity::kWarn, "cannot query the replication slot",
+        {{"slot", slot_}, {"error", last_error_}});
+  }
+
+  const std::string conninfo_;
+  const std::string slot_;
+  const int connect_timeout_s_;
+  RelayMetrics* metrics_;
+  std::unique_ptr<SlotMonitor> monitor_;  // monitor thread only
+  std::string last_error_;                // monitor thread only
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;   // guarded by mu_
+  std::thread thread_;  // last: starts after everything above
+};
+
 }  // namespace
 
-int RunRelay(const Config& config, const std::atomic<bool>& stop) {
+int RunRelay(const Config& config, const std::atomic<bool>& stop,
+             RelayMetrics* metrics) {
   absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config);
   if (!router.ok()) {
     Log(Severity::kError, std::string(router.status().message()));
@@ -67,7 +157,12 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop) {
   KafkaOptions kafka{config.kafka.brokers, config.kafka.properties};
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
+  std::unique_ptr<SlotMonitorThread> slot_monitor;
+  if (metrics != nullptr) {
+    slot_monitor = std::make_unique<SlotMonitorThread>(config, metrics);
+  }
   while (!stop.load()) {
+    if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
     auto stream =
         LibpqReplicationStream::Connect(StreamOptions(config, **router));
     if (!stream.ok()) {
@@ -83,7 +178,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop) {
              {"retry_ms", absl::StrCat(backoff)}});
         last_wait = std::string(s.message());
       }
-      SleepUnlessStopped(backoff, stop);
+      SleepUnlessStopped(backoff, stop, metrics);
       backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
       continue;
     }
@@ -105,7 +200,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop) {
          {"mapping", Mapping(config)}});
     Wal2JsonDecoder decoder;
     Relay relay(PipelineOptions(config), stream->get(), &decoder, router->get(),
-                sink->get(), RealClock(), server.slot_confirmed_flush);
+                sink->get(), RealClock(), server.slot_confirmed_flush, metrics);
     absl::Status s = relay.Run(stop);
     const RelayStats& st = relay.stats();
     std::vector<LogField> summary;
@@ -127,10 +222,11 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop) {
       return kExitPrecondition;
     }
     // Transient: a session that made progress resets the backoff.
+    if (metrics != nullptr) metrics->OnReconnect();
     if (st.events_delivered > 0 || st.status_updates > 1) {
       backoff = config.postgres.reconnect_backoff_initial_ms;
     }
-    SleepUnlessStopped(backoff, stop);
+    SleepUnlessStopped(backoff, stop, metrics);
     backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
   }
   return kExitOk;

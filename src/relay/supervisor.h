@@ -7,14 +7,20 @@
 //   FailedPrecondition  exit kExitPrecondition with the one-line reason
 //   InvalidArgument   a poison row under on_invalid=halt: kExitHalted
 //   DataLoss          an undecodable stream record: kExitStream
-// Threading: RunRelay() runs on the calling thread; `stop` may be set from a
-// signal handler.
+// With a RelayMetrics, each session's Relay updates it, the supervisor counts
+// reconnects and keeps the health heartbeat turning between sessions, and a
+// background thread queries the slot's WAL retention every
+// kSlotMonitorInterval over a normal libpq connection (SlotMonitor).
+// Threading: RunRelay() runs on the calling thread (plus the slot monitor
+// thread it starts and joins); `stop` may be set from a signal handler.
 #ifndef OUTBOX_RELAY_SUPERVISOR_H_
 #define OUTBOX_RELAY_SUPERVISOR_H_
 
 #include <atomic>
+#include <chrono>
 
 #include "config/config.h"
+#include "relay/relay_metrics.h"
 
 namespace outbox {
 
@@ -27,7 +33,11 @@ enum ExitCode : int {
   kExitStream = 5,        // undecodable replication stream
 };
 
-int RunRelay(const Config& config, const std::atomic<bool>& stop);
+inline constexpr std::chrono::seconds kSlotMonitorInterval{10};
+
+// `metrics` may be null (no metrics, no slot monitor).
+int RunRelay(const Config& config, const std::atomic<bool>& stop,
+             RelayMetrics* metrics = nullptr);
 
 }  // namespace outbox
 

@@ -12,7 +12,9 @@
 #include "decode/wal2json_decoder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 #include "relay/fakes.h"
+#include "relay/relay_metrics.h"
 #include "route/router.h"
 
 namespace outbox::testing {
@@ -140,7 +142,7 @@ class RelayTest : public ::testing::Test {
   // script is played and nothing is outstanding (or after max_polls).
   absl::Status Run(std::function<void()> step, int max_polls = 100000) {
     Relay relay(options_, &stream_, &decoder_, router_.get(), &sink_, &clock_,
-                start_);
+                start_, metrics_.get());
     std::atomic<bool> stop{false};
     sink_.on_poll = [&] {
       clock_.Advance(10'000);
@@ -171,7 +173,156 @@ class RelayTest : public ::testing::Test {
   bool flush_delivers_ = true;
   int checks_ = 0;
   RelayStats stats_;
+  std::unique_ptr<RelayMetrics> metrics_;  // null unless a test sets it
 };
+
+// kTs as Unix microseconds.
+constexpr int64_t kCommitUs = 1'795'323'600'250'000;
+
+// The value of one sample in the registry, or -1 if it is absent.
+// `suffix` picks a histogram's "_count", "_sum" or "_bucket" (with le).
+double Sample(prometheus::Registry& registry, const std::string& name,
+              const std::map<std::string, std::string>& labels = {},
+              const std::string& suffix = "", double le = 0) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& m : family.metric) {
+      std::map<std::string, std::string> got;
+      for (const auto& l : m.label) got[l.name] = l.value;
+      if (got != labels) continue;
+      switch (family.type) {
+        case prometheus::MetricType::Counter:
+          return m.counter.value;
+        case prometheus::MetricType::Gauge:
+          return m.gauge.value;
+        case prometheus::MetricType::Histogram:
+          if (suffix == "_count") {
+            return static_cast<double>(m.histogram.sample_count);
+          }
+          if (suffix == "_sum") return m.histogram.sample_sum;
+          for (const auto& b : m.histogram.bucket) {
+            if (b.upper_bound == le) {
+              return static_cast<double>(b.cumulative_count);
+            }
+          }
+          return -1;
+        default:
+          return -1;
+      }
+    }
+  }
+  return -1;
+}
+
+class RelayMetricsTest : public RelayTest {
+ protected:
+  RelayMetricsTest() {
+    registry_ = std::make_shared<prometheus::Registry>();
+    metrics_ = std::make_unique<RelayMetrics>(registry_);
+  }
+  double Get(const std::string& name,
+             const std::map<std::string, std::string>& labels = {}) {
+    return Sample(*registry_, name, labels);
+  }
+  std::shared_ptr<prometheus::Registry> registry_;
+};
+
+TEST_F(RelayMetricsTest, CountsDeliveriesPerTopicAndDeadLetters) {
+  options_.dead_letter = true;
+  script_.Txn(3, /*null_key=*/1);  // one poison row -> dead letter
+  script_.Txn(2);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  EXPECT_EQ(Get("outbox_relay_events_delivered_total",
+                {{"topic", "outbox.event.order"}}),
+            4);
+  EXPECT_EQ(Get("outbox_relay_events_delivered_total",
+                {{"topic", "outbox.dead_letter"}}),
+            1);
+  // Value bytes: payloads {"n": i} are 8 bytes each.
+  EXPECT_EQ(Get("outbox_relay_bytes_delivered_total",
+                {{"topic", "outbox.event.order"}}),
+            4 * 8);
+  EXPECT_EQ(Get("outbox_relay_dead_lettered_total"), 1);
+  EXPECT_EQ(Get("outbox_relay_delivery_errors_total"), 0);
+  EXPECT_EQ(Get("outbox_relay_inflight_events"), 0);
+  EXPECT_EQ(Get("outbox_relay_confirmed_lsn"),
+            static_cast<double>(script_.last_end()));
+  EXPECT_EQ(Get("outbox_relay_lag_bytes"), 0);
+  EXPECT_EQ(Get("outbox_relay_lag_seconds"), 0);
+  EXPECT_FALSE(metrics_->streaming());
+  EXPECT_EQ(metrics_->last_turn_us(), clock_.NowMicros());
+}
+
+TEST_F(RelayMetricsTest, LatencyIsCommitTimeToDeliveryReport) {
+  // The relay's wall clock reads 1.5 s after the commit when it starts.
+  clock_.SetUnix(kCommitUs + 1'500'000 - clock_.NowMicros());
+  script_.Txn(2);
+  script_.Txn(1);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  EXPECT_EQ(
+      Sample(*registry_, "outbox_relay_delivery_latency_seconds", {}, "_count"),
+      3);
+  // Delivered within the first few 10 ms polls: all between 1.5 and 2.5 s.
+  EXPECT_EQ(Sample(*registry_, "outbox_relay_delivery_latency_seconds", {},
+                   "_bucket", 1.0),
+            0);
+  EXPECT_EQ(Sample(*registry_, "outbox_relay_delivery_latency_seconds", {},
+                   "_bucket", 2.5),
+            3);
+  double sum =
+      Sample(*registry_, "outbox_relay_delivery_latency_seconds", {}, "_sum");
+  EXPECT_GE(sum, 3 * 1.5);
+  EXPECT_LT(sum, 3 * 2.5);
+}
+
+TEST_F(RelayMetricsTest, GaugesShowPendingEventsAndLag) {
+  clock_.SetUnix(kCommitUs + 4'000'000 - clock_.NowMicros());
+  script_.Txn(1);
+  script_.Txn(2);
+  bool checked = false;
+  ASSERT_TRUE(Run([&] {
+                // Everything was read in the first turn; from the second
+                // poll on the gauges show it pending.
+                if (sink_.polls() < 3) return;
+                if (!checked) {
+                  checked = true;
+                  EXPECT_TRUE(metrics_->streaming());
+                  EXPECT_EQ(Get("outbox_relay_inflight_events"), 3);
+                  EXPECT_EQ(Get("outbox_relay_inflight_bytes"),
+                            3 * (5 + 8));  // key "agg-i", value {"n": i}
+                  EXPECT_EQ(Get("outbox_relay_received_lsn"),
+                            static_cast<double>(script_.last_end()));
+                  EXPECT_EQ(Get("outbox_relay_confirmed_lsn"),
+                            static_cast<double>(start_));
+                  EXPECT_EQ(Get("outbox_relay_lag_bytes"),
+                            static_cast<double>(script_.last_end() - start_));
+                  double lag = Get("outbox_relay_lag_seconds");
+                  EXPECT_GE(lag, 4.0);
+                  EXPECT_LT(lag, 5.0);
+                }
+                DeliverAll();
+              }).ok());
+  EXPECT_TRUE(checked);
+  EXPECT_EQ(Get("outbox_relay_inflight_events"), 0);
+  EXPECT_EQ(Get("outbox_relay_lag_seconds"), 0);
+  EXPECT_EQ(Get("outbox_relay_lag_bytes"), 0);
+}
+
+TEST_F(RelayMetricsTest, CountsFailedDeliveries) {
+  script_.Txn(1);
+  flush_delivers_ = false;
+  absl::Status s = Run([&] {
+    if (!sink_.produced().empty()) {
+      Deliver(0, absl::UnavailableError("Local: Message timed out"));
+    }
+  });
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_EQ(Get("outbox_relay_delivery_errors_total"), 1);
+  EXPECT_EQ(Get("outbox_relay_events_delivered_total",
+                {{"topic", "outbox.event.order"}}),
+            -1);  // never delivered: no series for the topic
+  EXPECT_FALSE(metrics_->streaming());
+}
 
 TEST_F(RelayTest, PublishesEveryInsertAndConfirmsTheLastCommit) {
   auto a = script_.Txn(2);

@@ -1,0 +1,38 @@
+#!/bin/sh
+# First start: initdb with the settings scripts/pg.sh uses, then the outbox
+# table and the least-privilege role (sql/outbox.sql, sql/roles.sql), and the
+# passwords from the environment. Every start: exec postgres.
+set -eu
+: "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}"
+: "${OUTBOX_RELAY_PASSWORD:?set OUTBOX_RELAY_PASSWORD}"
+
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  pwfile=$(mktemp)
+  printf '%s\n' "$POSTGRES_PASSWORD" >"$pwfile"
+  initdb -D "$PGDATA" -U postgres --pwfile="$pwfile" -A scram-sha-256 \
+    -E UTF8 --locale=C.UTF-8 >/dev/null
+  rm -f "$pwfile"
+  cat >>"$PGDATA/postgresql.conf" <<CONF
+listen_addresses = '*'
+wal_level = logical
+max_replication_slots = 10
+max_wal_senders = 10
+output_plugin_libraries = 'pgoutput, test_decoding, wal2json'
+# Cap the WAL a stopped relay's slot can pin (see sql/monitoring.sql).
+max_slot_wal_keep_size = 10GB
+CONF
+  cat >"$PGDATA/pg_hba.conf" <<HBA
+local all all trust
+host all all all scram-sha-256
+host replication all all scram-sha-256
+HBA
+  # Set up over the local socket only, then restart listening.
+  pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start >/dev/null
+  psql -v ON_ERROR_STOP=1 -q -U postgres -d postgres \
+    -f /docker-sql/outbox.sql -f /docker-sql/roles.sql
+  psql -v ON_ERROR_STOP=1 -q -U postgres -d postgres \
+    -v pw="$OUTBOX_RELAY_PASSWORD" \
+    -c "ALTER ROLE outbox_relay PASSWORD :'pw'"
+  pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+fi
+exec postgres -D "$PGDATA"

@@ -1,0 +1,42 @@
+// `outbox-relay status`: prints the slot's position, lag and WAL retention
+// for an operator, over a normal libpq connection (SlotMonitor), so it works
+// while a relay streams from the slot and never takes it.
+//
+//   slot                 outbox_relay
+//   database             app
+//   plugin               wal2json
+//   active               true (pid 4242)
+//   confirmed_flush_lsn  0/1A2B3C8
+//   restart_lsn          0/1A2B390
+//   current_wal_lsn      0/1A2C000
+//   lag_bytes            3128 (3.1 KiB)
+//   retained_wal_bytes   3184 (3.1 KiB)
+//   wal_status           reserved
+//   safe_wal_size        unlimited
+//
+// Returns the process exit code: 0, kExitPrecondition (3) with one line on
+// stderr when the slot does not exist, kExitInternal (1) when PostgreSQL
+// cannot be reached or queried.
+#ifndef OUTBOX_RELAY_STATUS_COMMAND_H_
+#define OUTBOX_RELAY_STATUS_COMMAND_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "config/config.h"
+#include "pg/slot_monitor.h"
+
+namespace outbox {
+
+int RunStatusCommand(const Config& config, FILE* out, FILE* err);
+
+// The report above for one slot (exposed for tests).
+std::string FormatSlotStatus(const SlotStatus& slot);
+
+// 3184 -> "3184 (3.1 KiB)".
+std::string HumanBytes(int64_t bytes);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_RELAY_STATUS_COMMAND_H_

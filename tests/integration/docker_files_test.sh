@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Static consistency check of docker/ (there is no Docker engine here):
+# every file the Dockerfiles and compose.yaml reference exists, the
+# PostgreSQL and Kafka settings match scripts/pg.sh and scripts/kafka.sh
+# (what the tests run), the runtime stage installs every library the built
+# binary links, and docker/relay.yaml is a valid config.
+#   tests/integration/docker_files_test.sh BIN_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${1:?usage: $0 BIN_DIR}
+cd "$root"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# 1. COPY sources exist (build context: the repository root).
+for df in docker/Dockerfile docker/postgres.Dockerfile; do
+  [ -f "$df" ] || { fail "$df missing"; continue; }
+  while read -r src; do
+    [ -e "$src" ] || fail "$df copies $src, which does not exist"
+  done < <(grep -E '^COPY ' "$df" | grep -v -- '--from=' |
+           awk '{for (i = 2; i < NF; i++) print $i}')
+done
+
+# 2. compose.yaml: build files, mounted files, the SQL the entrypoint runs.
+compose=docker/compose.yaml
+while read -r df; do
+  [ -f "$df" ] || fail "compose.yaml builds $df, which does not exist"
+done < <(sed -n 's/^ *dockerfile: *//p' "$compose")
+while read -r vol; do
+  [ -e "docker/$vol" ] || fail "compose.yaml mounts docker/$vol, which does not exist"
+done < <(sed -n 's/^ *- \.\/\([^:]*\):.*/\1/p' "$compose")
+while read -r f; do
+  [ -f "sql/$(basename "$f")" ] || fail "postgres-entrypoint.sh runs $f, not in sql/"
+done < <(grep -o '/docker-sql/[a-z_]*\.sql' docker/postgres-entrypoint.sh | sort -u)
+sh -n docker/postgres-entrypoint.sh || fail "postgres-entrypoint.sh: syntax"
+[ -x docker/postgres-entrypoint.sh ] || fail "postgres-entrypoint.sh is not executable"
+
+# 3. PostgreSQL settings as scripts/pg.sh sets them.
+for key in wal_level max_replication_slots max_wal_senders output_plugin_libraries; do
+  want=$(grep -E "^$key = " scripts/pg.sh || true)
+  [ -n "$want" ] || { fail "scripts/pg.sh has no $key"; continue; }
+  grep -qxF "$want" docker/postgres-entrypoint.sh ||
+    fail "postgres-entrypoint.sh lacks '$want' (as in scripts/pg.sh)"
+done
+grep -q 'postgresql-15-wal2json' docker/postgres.Dockerfile || fail "no wal2json in postgres image"
+
+# 4. Kafka: the pinned broker version and the KRaft settings of kafka.sh.
+kver=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml)
+grep -q "image: apache/kafka:$kver\$" "$compose" ||
+  fail "compose.yaml's apache/kafka tag is not $kver (scripts/kafka/pom.xml)"
+for prop in process.roles num.partitions offsets.topic.replication.factor \
+            transaction.state.log.replication.factor transaction.state.log.min.isr \
+            group.initial.rebalance.delay.ms auto.create.topics.enable; do
+  val=$(sed -n "s/^$prop=//p" scripts/kafka.sh)
+  env=KAFKA_$(echo "$prop" | tr 'a-z.' 'A-Z_')
+  got=$(sed -n "s/^ *$env: *//p" "$compose" | tr -d '"')
+  [ "$got" = "$val" ] || fail "compose.yaml $env='$got', scripts/kafka.sh $prop=$val"
+done
+
+# 5. Build stage: only packages scripts/setup.sh installs. Runtime stage:
+#    the package of every library the binary links directly.
+for p in $(sed -n '/^FROM debian:12 AS build/,/^FROM /p' docker/Dockerfile |
+           grep -oE '\blib[a-z0-9.+-]+-dev\b|\bprometheus-cpp-dev\b' | sort -u); do
+  grep -qw -- "$p" scripts/setup.sh || fail "Dockerfile build stage installs $p, scripts/setup.sh does not"
+done
+runtime=$(sed -n '/^FROM debian:12-slim AS runtime/,$p' docker/Dockerfile)
+relay="$bin/outbox-relay"
+[ -x "$relay" ] || fail "$relay not built"
+if [ -x "$relay" ]; then
+  for lib in $(objdump -p "$relay" | awk '/NEEDED/ {print $2}'); do
+    # (awk reads to the end: an early exit would SIGPIPE ldconfig, pipefail)
+    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
+    [ -n "$path" ] || { fail "cannot resolve $lib"; continue; }
+    real=$(readlink -f "$path")
+    pkg=$(dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null ||
+          dpkg -S "/usr$real" 2>/dev/null || true)
+    pkg=${pkg%%:*}
+    # Base image libraries, and sanitizer runtimes of instrumented builds.
+    case $pkg in libc6 | libstdc++6 | libgcc-s1 | libasan* | libubsan* | libtsan* | "") continue ;; esac
+    grep -qw -- "$pkg" <<<"$runtime" ||
+      fail "runtime stage lacks $pkg (for $lib)"
+  done
+  # 6. docker/relay.yaml is a valid config: status gets past config loading
+  #    (exit 2 means a config error) and fails only on the connection.
+  set +e
+  out=$("$relay" status --config docker/relay.yaml \
+        --set "postgres.conninfo=host=127.0.0.1 port=1 dbname=x" 2>&1)
+  code=$?
+  set -e
+  [ $code = 1 ] || fail "docker/relay.yaml: outbox-relay status exited $code: $out"
+fi
+
+# 7. One HTTP port everywhere: relay.yaml, EXPOSE, HEALTHCHECK, compose.
+port=$(sed -n 's/^ *listen: *"[^:]*:\([0-9]*\)".*/\1/p' docker/relay.yaml)
+[ -n "$port" ] || fail "no http.listen port in docker/relay.yaml"
+grep -q "^EXPOSE $port\$" docker/Dockerfile || fail "Dockerfile does not EXPOSE $port"
+grep -q "127.0.0.1:$port/healthz" docker/Dockerfile || fail "HEALTHCHECK not on port $port"
+grep -q "\"127.0.0.1:$port:$port\"" "$compose" || fail "compose.yaml does not publish $port"
+grep -q "^USER [1-9]" docker/Dockerfile || fail "runtime stage is not non-root"
+
+if [ $fails -gt 0 ]; then echo "$fails problem(s)"; exit 1; fi
+echo "docker files consistent"
