@@ -1,0 +1,52 @@
+#include "poller/poller_metrics.h"
+
+namespace outbox {
+namespace {
+
+prometheus::Counter& MakeCounter(prometheus::Registry& r, const char* name,
+                                 const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+
+prometheus::Gauge& MakeGauge(prometheus::Registry& r, const char* name,
+                             const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+
+}  // namespace
+
+PollerMetrics::PollerMetrics(prometheus::Registry& r)
+    : delivered(MakeCounter(r, "outbox_poller_events_delivered_total",
+                            "Outbox rows delivered to Kafka")),
+      attempts(MakeCounter(r, "outbox_poller_attempts_total",
+                           "Delivery attempts (rows claimed and routed)")),
+      failures(MakeCounter(r, "outbox_poller_failures_total",
+                           "Failed delivery attempts")),
+      dead_lettered(MakeCounter(r, "outbox_poller_dead_lettered_total",
+                                "Rows moved to the dead-letter state")),
+      batches(MakeCounter(r, "outbox_poller_batches_total",
+                          "Claims that found rows")),
+      janitor_deleted(MakeCounter(r, "outbox_poller_janitor_deleted_total",
+                                  "Sent rows deleted after the retention")),
+      events_per_second(MakeGauge(r, "outbox_poller_events_per_second",
+                                  "Rows delivered per second, last interval")),
+      connected(MakeGauge(r, "outbox_poller_connected",
+                          "1 while connected to PostgreSQL")),
+      unsent_(prometheus::BuildGauge()
+                  .Name("outbox_poller_unsent_rows")
+                  .Help("Rows neither sent nor dead-lettered")
+                  .Register(r)),
+      oldest_(prometheus::BuildGauge()
+                  .Name("outbox_poller_oldest_unsent_age_seconds")
+                  .Help("Age of the oldest unsent row")
+                  .Register(r)) {}
+
+prometheus::Gauge& PollerMetrics::Unsent(const std::string& table) {
+  return unsent_.Add({{"table", table}});
+}
+
+prometheus::Gauge& PollerMetrics::OldestUnsentAge(const std::string& table) {
+  return oldest_.Add({{"table", table}});
+}
+
+}  // namespace outbox

@@ -1,0 +1,67 @@
+// PollerMetrics: outbox-poller's operator signals, kept in a prometheus-cpp
+// registry that MetricsServer serves on /metrics, plus the two flags
+// /healthz and /readyz read.
+//
+//   outbox_poller_events_delivered_total          rows delivered (acknowledged
+//   by Kafka) outbox_poller_attempts_total           delivery attempts (rows
+//   produced) outbox_poller_failures_total           failed attempts (routing,
+//   produce or
+//                                          delivery errors)
+//   outbox_poller_dead_lettered_total      rows moved to the dead-letter state
+//   outbox_poller_batches_total            claims that found rows
+//   outbox_poller_janitor_deleted_total    old sent rows deleted
+//   outbox_poller_unsent_rows{table}       rows neither sent nor dead-lettered
+//   outbox_poller_oldest_unsent_age_seconds{table}
+//   outbox_poller_events_per_second        delivered rows/s over the last
+//                                          report interval
+//   outbox_poller_connected                1 while connected to PostgreSQL
+//
+// Lifetime: the registry must outlive this object. Threading: the poller's
+// thread writes; prometheus-cpp metrics and the atomics are safe to read
+// from the HTTP server's threads.
+#ifndef OUTBOX_POLLER_POLLER_METRICS_H_
+#define OUTBOX_POLLER_POLLER_METRICS_H_
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace outbox {
+
+class PollerMetrics {
+ public:
+  explicit PollerMetrics(prometheus::Registry& registry);
+
+  PollerMetrics(const PollerMetrics&) = delete;
+  PollerMetrics& operator=(const PollerMetrics&) = delete;
+
+  prometheus::Counter& delivered;
+  prometheus::Counter& attempts;
+  prometheus::Counter& failures;
+  prometheus::Counter& dead_lettered;
+  prometheus::Counter& batches;
+  prometheus::Counter& janitor_deleted;
+  prometheus::Gauge& events_per_second;
+  prometheus::Gauge& connected;
+
+  prometheus::Gauge& Unsent(const std::string& table);
+  prometheus::Gauge& OldestUnsentAge(const std::string& table);
+
+  // For the health callback: the loop's last turn (monotonic microseconds)
+  // and whether it holds a PostgreSQL connection.
+  std::atomic<int64_t> last_turn_us{0};
+  std::atomic<bool> ready{false};
+
+ private:
+  prometheus::Family<prometheus::Gauge>& unsent_;
+  prometheus::Family<prometheus::Gauge>& oldest_;
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_POLLER_POLLER_METRICS_H_

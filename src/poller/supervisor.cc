@@ -1,0 +1,141 @@
+#include "poller/supervisor.h"
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "kafka/rdkafka_sink.h"
+#include "poller/libpq_outbox_store.h"
+#include "poller/poller.h"
+#include "relay/supervisor.h"  // ExitCode, shared with outbox-relay
+#include "route/router.h"
+
+namespace outbox {
+namespace {
+
+StoreOptions MakeStoreOptions(const Config& config, const Router& router) {
+  StoreOptions o;
+  o.conninfo = config.postgres.conninfo;
+  o.connect_timeout_s = static_cast<int>(config.postgres.connect_timeout_s);
+  for (const auto& t : router.RequiredColumns()) {
+    o.tables.push_back({t.schema, t.table, t.columns});
+  }
+  o.needs_delete = config.poller.mode == PollerMode::kDelete ||
+                   config.poller.retention_s > 0;
+  if (config.poller.notify) o.notify_channel = config.poller.notify_channel;
+  return o;
+}
+
+PollerOptions MakePollerOptions(const Config& config) {
+  PollerOptions o;
+  const PollerConfig& p = config.poller;
+  o.batch_size = static_cast<int>(p.batch_size);
+  o.mode = p.mode;
+  o.max_attempts = static_cast<int32_t>(p.max_attempts);
+  o.backoff_initial_ms = p.backoff_initial_ms;
+  o.backoff_max_ms = p.backoff_max_ms;
+  o.seed = std::random_device{}();
+  o.interval_ms = p.interval_ms;
+  o.retention_s = p.retention_s;
+  o.dead_letter = config.outbox.on_invalid == OnInvalid::kDeadLetter;
+  o.dead_letter_topic = config.outbox.dead_letter_topic;
+  for (const OutboxTable& t : config.outbox.tables) {
+    o.payload_columns.push_back(t.columns.payload);
+  }
+  o.flush_timeout_ms = static_cast<int>(config.kafka.flush_timeout_ms);
+  o.progress_interval_s = static_cast<int>(config.log.progress_interval_s);
+  return o;
+}
+
+void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!stop.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
+int RunPoller(const Config& config, PollerMetrics* metrics,
+              const std::atomic<bool>& stop) {
+  absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config);
+  if (!router.ok()) {
+    Log(Severity::kError, std::string(router.status().message()));
+    return kExitUsage;
+  }
+  KafkaOptions kafka{config.kafka.brokers, config.kafka.properties};
+  kafka.properties.emplace("client.id", "outbox-poller");
+  const StoreOptions store_options = MakeStoreOptions(config, **router);
+  const PollerOptions poller_options = MakePollerOptions(config);
+  int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
+  std::string last_wait;
+  while (!stop.load()) {
+    auto store = LibpqOutboxStore::Connect(store_options);
+    if (!store.ok()) {
+      const absl::Status& s = store.status();
+      if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
+        Log(Severity::kError, std::string(s.message()));
+        return kExitPrecondition;
+      }
+      if (s.message() != last_wait) {  // once per distinct reason
+        Log(Severity::kWarn, "waiting for PostgreSQL",
+            {{"reason", std::string(s.message())},
+             {"retry_ms", absl::StrCat(backoff)}});
+        last_wait = std::string(s.message());
+      }
+      SleepUnlessStopped(backoff, stop);
+      backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+      continue;
+    }
+    last_wait.clear();
+    auto sink = RdKafkaSink::Create(kafka);
+    if (!sink.ok()) {
+      Log(Severity::kError, std::string(sink.status().message()));
+      return kExitUsage;
+    }
+    std::vector<std::string> tables;
+    for (const TableShape& t : (*store)->tables()) {
+      tables.push_back(t.QualifiedName());
+    }
+    Log(Severity::kInfo, "polling",
+        {{"server", (*store)->server_version()},
+         {"tables", absl::StrJoin(tables, ",")},
+         {"kafka", config.kafka.brokers},
+         {"mode", std::string(EnumName(config.poller.mode))},
+         {"batch_size", absl::StrCat(config.poller.batch_size)},
+         {"interval_ms", absl::StrCat(config.poller.interval_ms)},
+         {"notify", config.poller.notify ? config.poller.notify_channel
+                                         : std::string("off")}});
+    if (metrics != nullptr) {
+      metrics->connected.Set(1);
+      metrics->ready = true;
+    }
+    Poller poller(poller_options, store->get(), router->get(), sink->get(),
+                  RealClock(), metrics);
+    absl::Status s = poller.Run(stop);
+    if (metrics != nullptr) {
+      metrics->connected.Set(0);
+      metrics->ready = false;
+    }
+    const PollerStats& st = poller.stats();
+    Log(s.ok() ? Severity::kInfo : Severity::kWarn, "session ended",
+        {{"delivered", absl::StrCat(st.delivered)},
+         {"failures", absl::StrCat(st.failures)},
+         {"dead_lettered", absl::StrCat(st.dead_lettered)},
+         {"status", s.ok() ? "ok" : std::string(s.message())}});
+    if (s.ok()) return kExitOk;
+    if (absl::IsFailedPrecondition(s)) {
+      Log(Severity::kError, std::string(s.message()));
+      return kExitPrecondition;
+    }
+    if (st.batches > 0) backoff = config.postgres.reconnect_backoff_initial_ms;
+    SleepUnlessStopped(backoff, stop);
+    backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+  }
+  return kExitOk;
+}
+
+}  // namespace outbox

@@ -1,0 +1,28 @@
+// Supervisor: runs outbox-poller sessions and decides what each error means
+// (STYLE.md rule 5), with the exit codes of outbox-relay (relay/supervisor.h):
+//   Unavailable / Internal / others   reconnect with exponential backoff
+//                     (postgres.reconnect_backoff_*): PostgreSQL down or
+//                     restarting, a dropped connection, a fatal producer
+//                     error. A session gets a fresh connection and producer;
+//                     an unsettled batch was rolled back by the server.
+//   FailedPrecondition  exit kExitPrecondition (missing table, column or
+//                     privilege) with the one-line reason
+//   bad configuration   exit kExitUsage
+// Threading: RunPoller() runs on the calling thread; `stop` may be set from
+// a signal handler. `metrics` may be null.
+#ifndef OUTBOX_POLLER_SUPERVISOR_H_
+#define OUTBOX_POLLER_SUPERVISOR_H_
+
+#include <atomic>
+
+#include "config/config.h"
+#include "poller/poller_metrics.h"
+
+namespace outbox {
+
+int RunPoller(const Config& config, PollerMetrics* metrics,
+              const std::atomic<bool>& stop);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_POLLER_SUPERVISOR_H_
