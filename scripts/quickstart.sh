@@ -47,12 +47,20 @@ psql -q -v ON_ERROR_STOP=1 -c "CREATE TABLE IF NOT EXISTS orders (id bigint PRIM
 # The relay runs as the least-privilege role from sql/roles.sql.
 "$RELAY" --pg "host=127.0.0.1 port=$PGPORT user=outbox_relay dbname=postgres" \
   --kafka "$OUTBOX_KAFKA_BROKERS" --set log.progress_interval_s=5 \
+  --set http.listen=127.0.0.1:0 \
   2>"$work/relay.log" &
 relay_pid=$!
 wait_for 30 bash -c "psql -Atc \"SELECT active FROM pg_replication_slots WHERE slot_name='outbox_relay'\" | grep -q t" ||
   die "relay did not start: $(tail -5 "$work/relay.log")"
-log "outbox-relay is streaming (log: $work/relay.log)"
+http=$(grep -o 'http_listen=[0-9.:]*' "$work/relay.log" | head -1 | cut -d= -f2)
+log "outbox-relay is streaming (log: $work/relay.log, metrics: http://$http/metrics)"
 sed 's/^/  relay| /' "$work/relay.log"
+
+# events/s and lag from the relay's own metrics endpoint
+metric() {
+  { curl -s "http://$http/metrics" 2>/dev/null || true; } |
+    awk -v m="$1" '$1 ~ "^"m"({|$)" { s += $2 } END { printf "%d", s }'
+}
 
 # One business row and its outbox event per transaction: the pattern.
 write_order() {
@@ -86,9 +94,13 @@ log "writing $events orders, one transaction each"
 for ((n = 1; n <= events; n++)); do write_order $n; done | psql -q -v ON_ERROR_STOP=1
 log "committed $events orders in $((SECONDS - start)) s; waiting for Kafka"
 deadline=$((SECONDS + 120)); got=0
+prev=0
 while [ $SECONDS -lt $deadline ]; do
   got=$(count_topic)
-  printf '\r  events in Kafka: %d / %d ' "$got" "$events"
+  delivered=$(metric outbox_relay_events_delivered_total)
+  printf '\r  events in Kafka: %d / %d   relay: %d events/s, lag %s bytes ' \
+    "$got" "$events" "$((delivered - prev))" "$(metric outbox_relay_lag_bytes)"
+  prev=$delivered
   [ "$got" -ge "$events" ] && break
   sleep 1
 done

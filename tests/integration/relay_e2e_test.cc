@@ -70,7 +70,9 @@ class RelayE2ETest : public ::testing::Test {
             "--set",
             "log.progress_interval_s=1",
             "--set",
-            "postgres.reconnect_backoff_max_ms=1000"};
+            "postgres.reconnect_backoff_max_ms=1000",
+            "--set",
+            "http.listen=127.0.0.1:0"};
   }
 
   void StartRelay(std::vector<std::string> extra = {}) {
