@@ -17,7 +17,7 @@ APT_PACKAGES=(
   postgresql-15 postgresql-15-wal2json postgresql-client-15 libpq-dev
   librdkafka-dev libsimdjson-dev libabsl-dev libgtest-dev libgmock-dev
   libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev prometheus-cpp-dev
-  kcat uuid-runtime procps
+  kcat uuid-runtime procps curl
 )
 # A JDK and Maven may come from elsewhere on the machine; Debian's otherwise.
 command -v java >/dev/null || APT_PACKAGES+=(openjdk-17-jre-headless)
