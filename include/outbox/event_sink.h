@@ -38,7 +38,9 @@ class EventSink {
 
   // Hands a record over; the sink copies what it keeps. ResourceExhausted
   // means the local queue is full: back off (serve Poll) and retry.
-  // Other errors are about the record itself (e.g. too large).
+  // InvalidArgument is about the record itself (e.g. too large): a poison
+  // row. Unavailable is transient (e.g. the topic is unknown while the
+  // broker restarts): retry later. Internal: the sink is broken.
   virtual absl::Status Produce(const Record& record, uint64_t ticket) = 0;
 
   // Serves delivery reports for up to timeout_ms. Returns how many.

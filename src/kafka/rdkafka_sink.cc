@@ -135,9 +135,12 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
     return absl::ResourceExhaustedError("kafka producer queue full");
   }
   if (e == RD_KAFKA_RESP_ERR__FATAL) return health();
-  return absl::InvalidArgumentError(
-      absl::StrCat("kafka rejected the record for topic ", record.topic, ": ",
-                   rd_kafka_err2str(e)));
+  std::string what = absl::StrCat("kafka rejected the record for topic ",
+                                  record.topic, ": ", rd_kafka_err2str(e));
+  // Only errors about the record itself are poison; anything else (an
+  // unknown topic while the broker restarts, ...) is worth a retry.
+  if (IsPermanentRecordError(e)) return absl::InvalidArgumentError(what);
+  return absl::UnavailableError(what);
 }
 
 void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
