@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The benchmark suite of issue 5 in one command: backlog drains of
+# outbox-relay, outbox-poller (default and tuned), Debezium and pg_recvlogical
+# (wal2json and pgoutput) side by side, on one throwaway PostgreSQL and Kafka.
+#
+#   bench/run.sh [--full] [--events N] [--runs R] [--per-txn 10,1]
+#                [--systems relay,debezium,recv-wal2json,recv-pgoutput,poller,poller-tuned]
+#                [--rates 200,1000,3000] [--seconds S] [--no-drain] [--no-latency]
+#
+# Two parts, on the same servers: the backlog drain (bench/run.py) and the
+# steady-load latency (bench/latency.py: open-loop writers at each rate for
+# S seconds, relay, pollers and Debezium). Default: 200k events per backlog,
+# 1 run, 10 and 1 events per transaction; rates 200,1000,3000 for 10 s each
+# (about ten minutes in all). --full: 1M events, 3 runs; rates
+# 100,500,1000,2000,5000,10000 for 30 s. Each part writes its own section of
+# bench/RESULTS.md (the rest of the file is kept) and PNGs in bench/plots/.
+# Needs: scripts/setup.sh done, Java 17, Maven (Debezium's jars are fetched
+# from Maven Central into .cache/debezium once), python3 with psycopg and
+# (optional, for plots) matplotlib: pip install 'psycopg[binary]' matplotlib.
+# OUTBOX_BUILD_DIR picks the build directory (default build, Release).
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib.sh"
+
+args=(); events=200000; runs=1; drain=1; latency=1
+rates=200,1000,3000; seconds=10
+orig=("$@")
+while [ $# -gt 0 ]; do
+  case $1 in
+    --full) events=1000000; runs=3; rates=100,500,1000,2000,5000,10000; seconds=30; shift ;;
+    --rates) rates=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --no-drain) drain=0; shift ;;
+    --no-latency) latency=0; shift ;;
+    --events) events=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --per-txn|--systems|--poller-batch|--poller-interval) args+=("$1" "$2"); shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+
+python3 -c 'import psycopg' 2>/dev/null ||
+  pip install -q 'psycopg[binary]' || die "python3 needs psycopg: pip install 'psycopg[binary]'"
+python3 -c 'import matplotlib' 2>/dev/null || pip install -q matplotlib ||
+  log "matplotlib not installed: no plots"
+
+BUILD_DIR=${OUTBOX_BUILD_DIR:-$OUTBOX_ROOT/build}
+"$OUTBOX_ROOT/scripts/setup.sh" --no-build >/dev/null
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S "$OUTBOX_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$BUILD_DIR/CMakeCache.txt" ||
+  log "warning: $BUILD_DIR is not a Release build; numbers mean little"
+targets=(outbox-relay)
+# The poller joins the suite as soon as its target exists.
+cmake --build "$BUILD_DIR" --target help 2>/dev/null | grep -q 'outbox-poller' && targets+=(outbox-poller)
+cmake --build "$BUILD_DIR" --target "${targets[@]}" >/dev/null
+"$OUTBOX_ROOT/bench/debezium.sh" fetch
+
+work=$(mktemp -d /tmp/outbox-suite.XXXXXX); chmod 755 "$work"
+cleanup() {
+  for d in "$work"/dbz_*; do [ -d "$d" ] && "$OUTBOX_ROOT/bench/debezium.sh" stop "$d" >/dev/null 2>&1; done
+  "$OUTBOX_ROOT/scripts/kafka.sh" stop "$work/kafka" >/dev/null 2>&1 || true
+  "$OUTBOX_ROOT/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
+  [ "${OUTBOX_BENCH_KEEP:-0}" = 1 ] || rm -rf "$work"
+}
+trap cleanup EXIT
+eval "$("$OUTBOX_ROOT/scripts/pg.sh" start "$work/pg" 2>/dev/null)"
+eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
+export PGHOST PGPORT PGUSER PGDATABASE OUTBOX_PG_CONNINFO OUTBOX_PG_DIR \
+  OUTBOX_KAFKA_BROKERS OUTBOX_KAFKA_DIR
+# Every CDC run needs its own slot made before the backlog (4 per run).
+slots=$((4 * runs + 4))
+if [ $slots -gt 10 ]; then
+  psql -qAt -c "ALTER SYSTEM SET max_replication_slots = $slots" \
+    -c "ALTER SYSTEM SET max_wal_senders = $slots" >/dev/null
+  "$OUTBOX_ROOT/scripts/pg.sh" restart "$work/pg" fast >/dev/null 2>&1
+fi
+log "servers up; work dir $work (OUTBOX_BENCH_KEEP=1 keeps the logs)"
+if [ $drain = 1 ]; then
+  python3 "$OUTBOX_ROOT/bench/run.py" --bin "$BUILD_DIR/bin" --work "$work" \
+    --events "$events" --runs "$runs" --argv="${orig[*]:-}" "${args[@]}"
+fi
+if [ $latency = 1 ]; then
+  python3 "$OUTBOX_ROOT/bench/latency.py" --bin "$BUILD_DIR/bin" --work "$work" \
+    --rates "$rates" --seconds "$seconds" --argv="${orig[*]:-}"
+fi
