@@ -58,7 +58,7 @@ sed 's/^/  relay| /' "$work/relay.log"
 
 # events/s and lag from the relay's own metrics endpoint
 metric() {
-  { curl -s "http://$http/metrics" 2>/dev/null || true; } |
+  { curl -s "http://127.0.0.1:${http##*:}/metrics" 2>/dev/null || true; } |
     awk -v m="$1" '$1 ~ "^"m"({|$)" { s += $2 } END { printf "%d", s }'
 }
 

@@ -25,9 +25,9 @@ class Registry;
 namespace outbox {
 
 struct HealthState {
-  bool alive = false;   // /healthz
-  bool ready = false;   // /readyz
-  std::string detail;   // body text, e.g. "holding slot outbox_relay"
+  bool alive = false;  // /healthz
+  bool ready = false;  // /readyz
+  std::string detail;  // body text, e.g. "holding slot outbox_relay"
 };
 
 class MetricsServer {

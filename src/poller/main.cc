@@ -4,7 +4,6 @@
 // Same configuration file and flags as outbox-relay; see README.md.
 #include <prometheus/registry.h>
 
-#include <csignal>
 #include <cstdio>
 #include <memory>
 
@@ -12,6 +11,7 @@
 #include "common/logging.h"
 #include "config/command_line.h"
 #include "config/config.h"
+#include "config/daemon_start.h"
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
 #include "poller/poller_metrics.h"
@@ -22,43 +22,18 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-void OnSignal(int) { g_stop.store(true); }
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace outbox;
-  absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv);
-  if (!cl.ok()) {
-    fprintf(stderr, "outbox-poller: %s (see --help)\n",
-            std::string(cl.status().message()).c_str());
+  DaemonStart start =
+      StartDaemon("outbox-poller", OUTBOX_VERSION, argc, argv, &g_stop);
+  if (start.exit_code) return *start.exit_code;
+  if (start.command_line.command != CommandLine::Command::kRun) {
+    fprintf(stderr, "outbox-poller: only the run command exists\n");
     return kExitUsage;
   }
-  if (cl->help) {
-    fputs(HelpText(cl->program).c_str(), stdout);
-    return kExitOk;
-  }
-  if (cl->version) {
-    puts("outbox-poller " OUTBOX_VERSION);
-    return kExitOk;
-  }
-  absl::StatusOr<Config> config = LoadConfig(*cl);
-  if (!config.ok()) {
-    fprintf(stderr, "outbox-poller: %s\n",
-            std::string(config.status().message()).c_str());
-    return kExitUsage;
-  }
-  SetLogFormat(config->log.format == LogFormat::kJson);
-  SetLogSeverity(static_cast<Severity>(static_cast<int>(config->log.level)));
-  if (cl->command != CommandLine::Command::kRun) {
-    fprintf(stderr, "outbox-poller: the status command is not built yet\n");
-    return kExitUsage;
-  }
-  struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const Config* config = &start.config;
 
   auto registry = std::make_shared<prometheus::Registry>();
   PollerMetrics metrics(*registry);

@@ -1,6 +1,5 @@
 // outbox-relay: publishes outbox rows from PostgreSQL's WAL to Kafka.
 // See README.md; `outbox-relay --help` lists every setting.
-#include <csignal>
 #include <cstdio>
 #include <memory>
 
@@ -8,6 +7,7 @@
 #include "common/logging.h"
 #include "config/command_line.h"
 #include "config/config.h"
+#include "config/daemon_start.h"
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
 #include "prometheus/registry.h"
@@ -18,8 +18,6 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
-
-void OnSignal(int) { g_stop.store(true); }
 
 // /healthz fails when neither the relay loop nor the supervisor has turned
 // for this long. Connecting can block up to connect_timeout_s, so that
@@ -50,36 +48,13 @@ outbox::HealthState Health(const outbox::RelayMetrics& metrics,
 
 int main(int argc, char** argv) {
   using namespace outbox;
-  absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv);
-  if (!cl.ok()) {
-    fprintf(stderr, "outbox-relay: %s (see --help)\n",
-            std::string(cl.status().message()).c_str());
-    return kExitUsage;
-  }
-  if (cl->help) {
-    fputs(HelpText(cl->program).c_str(), stdout);
-    return kExitOk;
-  }
-  if (cl->version) {
-    puts("outbox-relay " OUTBOX_VERSION);
-    return kExitOk;
-  }
-  absl::StatusOr<Config> config = LoadConfig(*cl);
-  if (!config.ok()) {
-    fprintf(stderr, "outbox-relay: %s\n",
-            std::string(config.status().message()).c_str());
-    return kExitUsage;
-  }
-  SetLogFormat(config->log.format == LogFormat::kJson);
-  SetLogSeverity(static_cast<Severity>(static_cast<int>(config->log.level)));
-  if (cl->command == CommandLine::Command::kStatus) {
+  DaemonStart start =
+      StartDaemon("outbox-relay", OUTBOX_VERSION, argc, argv, &g_stop);
+  if (start.exit_code) return *start.exit_code;
+  const Config* config = &start.config;
+  if (start.command_line.command == CommandLine::Command::kStatus) {
     return RunStatusCommand(*config, stdout, stderr);
   }
-  struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
 
   auto metrics =
       std::make_unique<RelayMetrics>(std::make_shared<prometheus::Registry>());

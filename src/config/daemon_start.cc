@@ -1,0 +1,61 @@
+#include "config/daemon_start.h"
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "common/logging.h"
+
+namespace outbox {
+namespace {
+
+constexpr int kExitUsage = 2;  // as relay/supervisor.h's ExitCode
+std::atomic<bool>* g_stop = nullptr;
+
+void OnSignal(int) {
+  if (g_stop != nullptr) g_stop->store(true);
+}
+
+}  // namespace
+
+DaemonStart StartDaemon(const char* program, const char* version, int argc,
+                        char** argv, std::atomic<bool>* stop) {
+  DaemonStart out;
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv);
+  if (!cl.ok()) {
+    fprintf(stderr, "%s: %s\n", program,
+            std::string(cl.status().message()).c_str());
+    out.exit_code = kExitUsage;
+    return out;
+  }
+  if (cl->help) {
+    fputs(HelpText(cl->program).c_str(), stdout);
+    out.exit_code = 0;
+    return out;
+  }
+  if (cl->version) {
+    printf("%s %s\n", program, version);
+    out.exit_code = 0;
+    return out;
+  }
+  absl::StatusOr<Config> config = LoadConfig(*cl);
+  if (!config.ok()) {
+    fprintf(stderr, "%s: %s\n", program,
+            std::string(config.status().message()).c_str());
+    out.exit_code = kExitUsage;
+    return out;
+  }
+  SetLogFormat(config->log.format == LogFormat::kJson);
+  SetLogSeverity(static_cast<Severity>(static_cast<int>(config->log.level)));
+  g_stop = stop;
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  out.command_line = *std::move(cl);
+  out.config = *std::move(config);
+  return out;
+}
+
+}  // namespace outbox

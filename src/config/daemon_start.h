@@ -1,0 +1,33 @@
+// StartDaemon: the start-up both daemons (outbox-relay, outbox-poller)
+// share: parse the command line, answer --help / --version, load and
+// validate the configuration, set up logging, and make SIGTERM/SIGINT set
+// a stop flag (SIGPIPE ignored).
+//
+// Call once from main(), before any other thread starts.
+#ifndef OUTBOX_CONFIG_DAEMON_START_H_
+#define OUTBOX_CONFIG_DAEMON_START_H_
+
+#include <atomic>
+#include <optional>
+
+#include "config/command_line.h"
+#include "config/config.h"
+
+namespace outbox {
+
+struct DaemonStart {
+  // Set when main() should return at once: 0 after --help/--version, 2 (the
+  // usage exit code) after a command-line or configuration error, which
+  // has been printed as one line.
+  std::optional<int> exit_code;
+  CommandLine command_line;
+  Config config;
+};
+
+// `stop` must live for the rest of the process; signals set it.
+DaemonStart StartDaemon(const char* program, const char* version, int argc,
+                        char** argv, std::atomic<bool>* stop);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_CONFIG_DAEMON_START_H_
