@@ -13,11 +13,6 @@ constexpr uint64_t kDeadLetterBit = uint64_t{1} << 31;
 constexpr uint64_t kIndexMask = kDeadLetterBit - 1;
 // Janitor DELETEs per pass, so a large cleanup never starves polling.
 constexpr int kJanitorRoundsPerPass = 10;
-// A dead letter must fit under the broker's size limit even when the row
-// was too large: past this the value keeps only its beginning and a
-// "truncated" header gives the original size (as outbox-relay does).
-constexpr size_t kMaxDeadLetterValue = 512 * 1024;
-constexpr size_t kTruncatedDeadLetterValue = 64 * 1024;
 
 }  // namespace
 
@@ -216,30 +211,17 @@ void Poller::ProduceDeadLetter(size_t table, size_t index,
   ToChange(shape, rows_[index], &change_);
   bool routed = router_->Route(change_, &record_).ok();
   std::string event_id(record_.event_id);
-  dl_topic_ = routed ? record_.topic : "";
-  dl_key_ = routed ? std::string(record_.key) : "";
   const Column* payload = table < options_.payload_columns.size()
                               ? change_.Find(options_.payload_columns[table])
                               : nullptr;
-  Record dl;
-  dl.topic = options_.dead_letter_topic;
-  dl.key = event_id;
-  dl.key_is_null = event_id.empty();
-  dl.value_is_null = payload == nullptr || payload->kind == ValueKind::kNull;
-  dl.value = dl.value_is_null ? absl::string_view() : payload->value;
-  dl.event_id = event_id;
-  dl_error_ = error;
-  dl_attempts_ = absl::StrCat(rows_[index].attempts + 1);
-  dl.headers.push_back({"id", event_id, event_id.empty()});
-  dl.headers.push_back({"error", dl_error_, false});
-  dl.headers.push_back({"topic", dl_topic_, !routed});
-  dl.headers.push_back({"key", dl_key_, !routed});
-  dl.headers.push_back({"attempts", dl_attempts_, false});
-  if (dl.value.size() > kMaxDeadLetterValue) {
-    dl_size_ = absl::StrCat(dl.value.size());
-    dl.value = dl.value.substr(0, kTruncatedDeadLetterValue);
-    dl.headers.push_back({"truncated", dl_size_, false});
-  }
+  bool value_is_null = payload == nullptr || payload->kind == ValueKind::kNull;
+  const Record& dl = dead_letter_.Build(
+      options_.dead_letter_topic, event_id,
+      value_is_null ? absl::string_view() : payload->value, value_is_null,
+      error,
+      {{"topic", routed ? absl::string_view(record_.topic) : ""},
+       {"key", routed ? record_.key : ""},
+       {"attempts", absl::StrCat(rows_[index].attempts + 1)}});
   absl::Status s = ProduceWithBackpressure(dl, Ticket(index, true));
   if (s.ok()) {
     ++pending_;

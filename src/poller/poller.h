@@ -65,6 +65,7 @@
 #include "poller/outbox_store.h"
 #include "poller/poller_metrics.h"
 #include "poller/retry_policy.h"
+#include "route/dead_letter.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -153,8 +154,7 @@ class Poller {
   int64_t pending_ = 0;
   std::vector<int64_t> delivered_seqs_;
   std::vector<RowFailure> failures_;
-  // Dead-letter record buffers (views into these).
-  std::string dl_error_, dl_topic_, dl_key_, dl_attempts_, dl_size_;
+  DeadLetter dead_letter_;
 
   PollerStats stats_;
   int64_t last_janitor_us_ = 0;

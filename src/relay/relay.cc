@@ -14,11 +14,6 @@ namespace {
 
 constexpr int kReadBatch = 512;
 constexpr int64_t kEagerStatusUs = 100'000;  // status soon after progress
-// A dead letter must fit under the broker's message size limit even when
-// the row was too large: past this the value keeps only its beginning and a
-// "truncated" header gives the original size.
-constexpr size_t kMaxDeadLetterValue = 512 * 1024;
-constexpr size_t kTruncatedDeadLetterValue = 64 * 1024;
 
 std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
 
@@ -203,20 +198,10 @@ absl::Status Relay::Poison(const absl::Status& why, uint64_t ticket,
        {"lsn", LsnField(lsn)},
        {"error", std::string(why.message())},
        {"topic", options_.dead_letter_topic}});
-  dead_letter_.topic = options_.dead_letter_topic;
-  dead_letter_.key = event_id;
-  dead_letter_.key_is_null = event_id.empty();
-  dead_letter_.value = raw;
-  dead_letter_.value_is_null = false;
-  dead_letter_.event_id = event_id;
-  dead_letter_.headers.clear();
-  dead_letter_.headers.push_back({"id", event_id, event_id.empty()});
-  TruncateDeadLetter();
-  error_text_ = std::string(why.message());
-  lsn_text_ = FormatLsn(lsn);
-  dead_letter_.headers.push_back({"error", error_text_, false});
-  dead_letter_.headers.push_back({"lsn", lsn_text_, false});
-  absl::Status s = ProduceTracked(dead_letter_, ticket);
+  const Record& dead = dead_letter_.Build(
+      options_.dead_letter_topic, event_id, raw, /*value_is_null=*/false,
+      why.message(), {{"lsn", FormatLsn(lsn)}});
+  absl::Status s = ProduceTracked(dead, ticket);
   if (!s.ok()) {
     tracker_.Failed(ticket).IgnoreError();
     return absl::InvalidArgumentError(absl::StrCat(
@@ -278,32 +263,16 @@ void Relay::OnDelivery(const DeliveryReport& report) {
       std::string(report.record.value), std::string(report.status.message())});
 }
 
-void Relay::TruncateDeadLetter() {
-  if (dead_letter_.value.size() <= kMaxDeadLetterValue) return;
-  size_text_ = absl::StrCat(dead_letter_.value.size());
-  dead_letter_.value = dead_letter_.value.substr(0, kTruncatedDeadLetterValue);
-  dead_letter_.headers.push_back({"truncated", size_text_, false});
-}
-
 absl::Status Relay::DeadLetterFailedDeliveries() {
   while (!failed_.empty()) {
     FailedRecord f = std::move(failed_.front());
     failed_.pop_front();
     Log(Severity::kWarn, "dead-lettering undeliverable event",
         {{"event_id", f.event_id}, {"topic", f.topic}, {"error", f.error}});
-    dead_letter_.topic = options_.dead_letter_topic;
-    dead_letter_.key = f.event_id;
-    dead_letter_.key_is_null = f.event_id.empty();
-    dead_letter_.value = f.value;
-    dead_letter_.value_is_null = false;
-    dead_letter_.event_id = f.event_id;
-    dead_letter_.headers.clear();
-    dead_letter_.headers.push_back({"id", f.event_id, f.event_id.empty()});
-    dead_letter_.headers.push_back({"error", f.error, false});
-    dead_letter_.headers.push_back({"topic", f.topic, false});
-    dead_letter_.headers.push_back({"key", f.key, false});
-    TruncateDeadLetter();
-    absl::Status s = ProduceTracked(dead_letter_, f.ticket);
+    const Record& dead = dead_letter_.Build(
+        options_.dead_letter_topic, f.event_id, f.value,
+        /*value_is_null=*/false, f.error, {{"topic", f.topic}, {"key", f.key}});
+    absl::Status s = ProduceTracked(dead, f.ticket);
     if (!s.ok()) {
       tracker_.Failed(f.ticket).IgnoreError();
       return absl::InvalidArgumentError(absl::StrCat(

@@ -43,6 +43,7 @@
 #include "outbox/event_sink.h"
 #include "outbox/record.h"
 #include "outbox/replication_stream.h"
+#include "route/dead_letter.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -95,7 +96,6 @@ class Relay {
   absl::Status HandleInsert(const StreamMessage& msg);
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
   absl::Status DeadLetterFailedDeliveries();
-  void TruncateDeadLetter();
   absl::Status Poison(const absl::Status& why, uint64_t ticket,
                       absl::string_view event_id, Lsn lsn,
                       absl::string_view raw);
@@ -118,7 +118,7 @@ class Relay {
   AckTracker tracker_;
   Change change_;
   Record record_;
-  Record dead_letter_;
+  DeadLetter dead_letter_;
   RelayStats stats_;
   absl::Status delivery_error_;  // first fatal error seen in a report
   // Permanently failed deliveries waiting to be dead-lettered (copied out
@@ -128,8 +128,6 @@ class Relay {
     std::string event_id, topic, key, value, error;
   };
   std::deque<FailedRecord> failed_;
-  // Back dead_letter_'s header views.
-  std::string error_text_, lsn_text_, size_text_;
   bool in_transaction_ = false;
   Lsn last_sent_flush_ = kInvalidLsn;
   int64_t last_status_us_ = 0;
