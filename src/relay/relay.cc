@@ -138,7 +138,7 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
 
 absl::Status Relay::HandleInsert(const StreamMessage& msg) {
   ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
-  if (metrics_ != nullptr && !txn_has_events_) {
+  if (!txn_has_events_) {
     txn_has_events_ = true;
     txn_times_.push_back({ticket, txn_commit_time_us_, kInvalidLsn});
   }
@@ -295,6 +295,7 @@ absl::Status Relay::MaybeSendStatus(bool force) {
   RETURN_IF_ERROR(stream_->SendStatus(std::max(stats_.received, confirmed),
                                       confirmed, false));
   ++stats_.status_updates;
+  PruneTxnTimes();
   last_sent_flush_ = confirmed;
   last_status_us_ = now;
   reply_requested_ = false;
@@ -308,12 +309,6 @@ void Relay::MaybeLogProgress() {
   if (elapsed < int64_t{options_.progress_interval_s} * 1'000'000) return;
   int64_t events = stats_.events_delivered - last_progress_events_;
   Lsn confirmed = tracker_.confirmed();
-  std::string lag_s = "0";
-  if (stats_.inflight_events > 0 && stats_.confirmed_commit_time_us > 0) {
-    lag_s =
-        absl::StrCat((clock_->UnixMicros() - stats_.confirmed_commit_time_us) /
-                     1000 / 1000.0);
-  }
   Log(Severity::kInfo, "progress",
       {{"events_per_s", absl::StrCat(events * 1'000'000 / elapsed)},
        {"delivered", absl::StrCat(stats_.events_delivered)},
@@ -322,7 +317,7 @@ void Relay::MaybeLogProgress() {
        {"lag_bytes",
         absl::StrCat(stats_.received > confirmed ? stats_.received - confirmed
                                                  : 0)},
-       {"lag_s", lag_s},
+       {"lag_s", absl::StrCat(LagSeconds())},
        {"inflight", absl::StrCat(stats_.inflight_events)}});
   last_progress_us_ = now;
   last_progress_events_ = stats_.events_delivered;
@@ -331,28 +326,32 @@ void Relay::MaybeLogProgress() {
 void Relay::UpdateMetrics() {
   metrics_->Heartbeat(clock_->NowMicros());
   metrics_->Flush();
+  // Positions as PostgreSQL knows them: the last flush LSN sent.
+  metrics_->SetPosition(std::max(stats_.received, last_sent_flush_),
+                        last_sent_flush_, stats_.inflight_events,
+                        stats_.inflight_bytes, LagSeconds());
+}
+
+void Relay::PruneTxnTimes() {
   Lsn confirmed = tracker_.confirmed();
   while (!txn_times_.empty() && txn_times_.front().end_lsn != kInvalidLsn &&
          txn_times_.front().end_lsn <= confirmed) {
     txn_times_.pop_front();
   }
-  // Lag in time: the age of the oldest event not yet confirmed, i.e. now
-  // minus the commit time of the oldest unconfirmed transaction with events;
-  // 0 when nothing is pending. (Not the newest confirmed transaction's
-  // commit time: after a quiet hour that would read as an hour of lag while
-  // the first new event is in flight.)
-  double lag_s = 0;
-  if (stats_.inflight_events > 0) {
-    int64_t since = txn_times_.empty() ? tracker_.confirmed_commit_time_us()
-                                       : txn_times_.front().commit_time_us;
-    if (since > 0) {
-      lag_s = std::max<int64_t>(0, clock_->UnixMicros() - since) / 1e6;
-    }
-  }
-  // Positions as PostgreSQL knows them: the last flush LSN sent.
-  metrics_->SetPosition(std::max(stats_.received, last_sent_flush_),
-                        last_sent_flush_, stats_.inflight_events,
-                        stats_.inflight_bytes, lag_s);
+}
+
+double Relay::LagSeconds() {
+  // The age of the oldest event not yet confirmed: now minus the commit time
+  // of the oldest unconfirmed transaction with events; 0 when nothing is
+  // pending. (Not the newest confirmed transaction's commit time: after a
+  // quiet hour that would read as an hour of lag while the first new event
+  // is in flight.)
+  PruneTxnTimes();
+  if (stats_.inflight_events <= 0) return 0;
+  int64_t since = txn_times_.empty() ? tracker_.confirmed_commit_time_us()
+                                     : txn_times_.front().commit_time_us;
+  if (since <= 0) return 0;
+  return std::max<int64_t>(0, clock_->UnixMicros() - since) / 1e6;
 }
 
 double Relay::LatencySeconds(uint64_t ticket) const {

@@ -105,6 +105,8 @@ class Relay {
   absl::Status Shutdown(absl::Status result);
   bool Backpressured() const;
   void WaitForWork(int timeout_ms, bool want_stream);
+  void PruneTxnTimes();  // drops txn_times_ entries the watermark passed
+  double LagSeconds();   // age of the oldest unconfirmed event; prunes
   // Metrics only: per-turn gauges and heartbeat; commit time -> latency.
   void UpdateMetrics();
   double LatencySeconds(uint64_t ticket) const;
@@ -146,7 +148,7 @@ class Relay {
     int64_t commit_time_us;
     Lsn end_lsn;  // kInvalidLsn until the commit record
   };
-  std::deque<TxnTime> txn_times_;
+  std::deque<TxnTime> txn_times_;   // pruned at every status update
   int64_t txn_commit_time_us_ = 0;  // of the open transaction
   // Wall clock read before serving reports: their delivery time.
   int64_t report_unix_us_ = 0;
