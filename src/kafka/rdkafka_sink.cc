@@ -94,6 +94,7 @@ RdKafkaSink::~RdKafkaSink() {
     rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     handler_ = nullptr;
     rd_kafka_poll(rk_, 0);
+    for (auto& [name, rkt] : topics_) rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk_);
   }
   for (int fd : wake_) {
@@ -105,7 +106,23 @@ void RdKafkaSink::SetDeliveryHandler(DeliveryHandler handler) {
   handler_ = std::move(handler);
 }
 
+rd_kafka_topic_t* RdKafkaSink::TopicHandle(const std::string& name) {
+  auto it = topics_.find(name);
+  if (it != topics_.end()) return it->second;
+  // Only an invalid name fails here; producev then reports it for the
+  // record, as it would by name.
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_, name.c_str(), nullptr);
+  if (rkt != nullptr) topics_.emplace(name, rkt);
+  return rkt;
+}
+
 absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
+  rd_kafka_topic_t* rkt = TopicHandle(record.topic);
+  if (rkt == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kafka rejected the record for topic ", record.topic, ": ",
+                     rd_kafka_err2str(rd_kafka_last_error())));
+  }
   rd_kafka_headers_t* headers = nullptr;
   if (!record.headers.empty()) {
     headers = rd_kafka_headers_new(record.headers.size());
@@ -117,7 +134,7 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
     }
   }
   rd_kafka_resp_err_t e = rd_kafka_producev(
-      rk_, RD_KAFKA_V_TOPIC(record.topic.c_str()),
+      rk_, RD_KAFKA_V_RKT(rkt),
       RD_KAFKA_V_KEY(record.key_is_null ? nullptr : record.key.data(),
                      record.key_is_null ? 0 : record.key.size()),
       RD_KAFKA_V_VALUE(record.value_is_null
@@ -146,18 +163,24 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
 void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
   --outstanding_;
   if (!handler_) return;
-  DeliveryReport report;
+  DeliveryReport& report = report_;
+  report.status = absl::OkStatus();
   report.ticket = reinterpret_cast<uint64_t>(msg->_private);
   report.partition = msg->partition;
   report.offset = msg->offset;
   Record& r = report.record;
-  r.topic = rd_kafka_topic_name(msg->rkt);
+  r.topic.assign(rd_kafka_topic_name(msg->rkt));
   r.key_is_null = msg->key == nullptr;
-  if (msg->key) r.key = {static_cast<const char*>(msg->key), msg->key_len};
+  r.key = r.key_is_null ? absl::string_view()
+                        : absl::string_view(static_cast<const char*>(msg->key),
+                                            msg->key_len);
   r.value_is_null = msg->payload == nullptr;
-  if (msg->payload) {
-    r.value = {static_cast<const char*>(msg->payload), msg->len};
-  }
+  r.value =
+      r.value_is_null
+          ? absl::string_view()
+          : absl::string_view(static_cast<const char*>(msg->payload), msg->len);
+  r.event_id = {};
+  r.headers.clear();
   if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     report.status = IsPermanentRecordError(msg->err)
                         ? absl::InvalidArgumentError(rd_kafka_err2str(msg->err))

@@ -16,11 +16,13 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "outbox/event_sink.h"
 
 struct rd_kafka_s;
 struct rd_kafka_message_s;
+struct rd_kafka_topic_s;
 
 namespace outbox {
 
@@ -63,8 +65,14 @@ class RdKafkaSink : public EventSink {
   friend struct RdKafkaCallbacks;
   void HandleDelivery(const rd_kafka_message_s* msg);
   void HandleError(int err, const char* reason);
+  // The producer's handle for a topic, made once per name (producing by
+  // name would look it up under librdkafka's lock for every record).
+  rd_kafka_topic_s* TopicHandle(const std::string& name);
 
   rd_kafka_s* rk_ = nullptr;
+  absl::flat_hash_map<std::string, rd_kafka_topic_s*> topics_;
+  // Reused for every report: no allocation per delivery.
+  DeliveryReport report_;
   DeliveryHandler handler_;
   int64_t outstanding_ = 0;
   int wake_[2] = {-1, -1};
