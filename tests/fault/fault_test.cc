@@ -241,7 +241,9 @@ class FaultTest : public ::testing::TestWithParam<System> {
     EXPECT_GT(committed, 0) << json;
     EXPECT_EQ(missing, 0) << json << "\n" << Logs();
     EXPECT_EQ(unknown, 0) << json;
-    if (order_guaranteed) EXPECT_EQ(order, 0) << json;
+    if (order_guaranteed) {
+      EXPECT_EQ(order, 0) << json;
+    }
     EXPECT_EQ(JsonInt(json, "misrouted"), 0) << json;
     const char* path = getenv("OUTBOX_FAULT_RESULTS");
     std::ofstream out(path ? path : "fault-results.md", std::ios::app);
@@ -374,7 +376,9 @@ TEST_P(FaultTest, StandbyTakesOverWhenTheActiveInstanceDies) {
   EXPECT_TRUE(standby->Running()) << "the second instance must not exit\n"
                                   << Logs();
   // The relay's second instance waits for the slot; pollers share the work.
-  if (relay()) EXPECT_THAT(standby->Output(), ::testing::HasSubstr("in use"));
+  if (relay()) {
+    EXPECT_THAT(standby->Output(), ::testing::HasSubstr("in use"));
+  }
   auto killed = std::chrono::steady_clock::now();
   active->Signal(SIGKILL);
   active->Wait(10000);
@@ -402,8 +406,8 @@ TEST_P(FaultTest, StandbyTakesOverWhenTheActiveInstanceDies) {
 
 INSTANTIATE_TEST_SUITE_P(Systems, FaultTest,
                          ::testing::Values(System::kRelay, System::kPoller),
-                         [](const auto& info) {
-                           return info.param == System::kRelay
+                         [](const auto& param_info) {
+                           return param_info.param == System::kRelay
                                       ? std::string("Relay")
                                       : std::string("Poller");
                          });
