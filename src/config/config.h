@@ -42,6 +42,7 @@ struct PostgresConfig {
   std::string slot = "outbox_relay";
   bool create_slot = true;
   int64_t status_interval_ms = 1000;
+  int64_t read_coalesce_us = 1000;
   int64_t connect_timeout_s = 10;
   int64_t reconnect_backoff_initial_ms = 500;
   int64_t reconnect_backoff_max_ms = 30000;
@@ -93,8 +94,8 @@ struct KafkaConfig {
 };
 
 struct LimitsConfig {
-  int64_t max_inflight_events = 100000;
-  int64_t max_inflight_bytes = 64 << 20;
+  int64_t max_inflight_events = 10000;
+  int64_t max_inflight_bytes = 4 << 20;
 };
 
 struct HttpConfig {

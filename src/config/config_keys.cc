@@ -66,6 +66,11 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("postgres.status_interval_ms", G(postgres.status_interval_ms),
              "interval between standby status updates sent to the server")
           .Min(1));
+  add(Global("postgres.read_coalesce_us", G(postgres.read_coalesce_us),
+             "under load, wait this long between reads of the stream so one "
+             "wake-up serves a batch of messages (less CPU per event, at most "
+             "this much added latency); 0 reads each message as it arrives")
+          .Min(0));
   add(Global(
       "postgres.connect_timeout_s", G(postgres.connect_timeout_s),
       "libpq connect_timeout for each connection attempt; 0 waits forever"));

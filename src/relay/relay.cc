@@ -13,6 +13,9 @@ namespace outbox {
 namespace {
 
 constexpr int kReadBatch = 512;
+// A pass that read at least this many messages means the stream is busy:
+// coalesce before the next read (RelayOptions::read_coalesce_us).
+constexpr int kCoalesceAfter = 16;
 constexpr int64_t kEagerStatusUs = 100'000;  // status soon after progress
 
 std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
@@ -75,10 +78,17 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
     MaybeLogProgress();
     if (metrics_ != nullptr) UpdateMetrics();
     if (!more) {
-      int64_t until_status = options_.status_interval_ms -
-                             (clock_->NowMicros() - last_status_us_) / 1000;
-      int timeout = static_cast<int>(std::clamp<int64_t>(until_status, 0, 100));
-      WaitForWork(timeout, !Backpressured());
+      int64_t until_status_us = int64_t{options_.status_interval_ms} * 1000 -
+                                (clock_->NowMicros() - last_status_us_);
+      int64_t timeout_us = std::clamp<int64_t>(until_status_us, 0, 100'000);
+      if (n >= kCoalesceAfter && options_.read_coalesce_us > 0) {
+        // Busy stream: let the next batch accumulate in the socket buffer
+        // (delivery reports still wake us).
+        WaitForWork(std::min<int64_t>(timeout_us, options_.read_coalesce_us),
+                    /*want_stream=*/false);
+      } else {
+        WaitForWork(timeout_us, !Backpressured());
+      }
     }
   }
   return Shutdown(absl::OkStatus());
@@ -365,18 +375,20 @@ double Relay::LatencySeconds(uint64_t ticket) const {
   return std::max<int64_t>(0, report_unix_us_ - it->commit_time_us) / 1e6;
 }
 
-void Relay::WaitForWork(int timeout_ms, bool want_stream) {
+void Relay::WaitForWork(int64_t timeout_us, bool want_stream) {
   pollfd fds[2];
-  int n = 0;
+  nfds_t n = 0;
   if (want_stream && stream_->socket() >= 0) {
     fds[n++] = {stream_->socket(), POLLIN, 0};
   }
   if (sink_->wake_fd() >= 0) {
     fds[n++] = {sink_->wake_fd(), POLLIN, 0};
   } else {
-    timeout_ms = std::min(timeout_ms, 10);
+    timeout_us = std::min<int64_t>(timeout_us, 10'000);
   }
-  poll(fds, n, timeout_ms);
+  timespec timeout = {static_cast<time_t>(timeout_us / 1'000'000),
+                      static_cast<long>(timeout_us % 1'000'000 * 1000)};
+  ppoll(fds, n, &timeout, nullptr);
 }
 
 absl::Status Relay::Shutdown(absl::Status result) {

@@ -33,6 +33,7 @@ ReplicationOptions StreamOptions(const Config& config, const Router& router) {
 RelayOptions PipelineOptions(const Config& config) {
   RelayOptions o;
   o.status_interval_ms = static_cast<int>(config.postgres.status_interval_ms);
+  o.read_coalesce_us = static_cast<int>(config.postgres.read_coalesce_us);
   o.max_inflight_events = config.limits.max_inflight_events;
   o.max_inflight_bytes = config.limits.max_inflight_bytes;
   o.dead_letter = config.outbox.on_invalid == OnInvalid::kDeadLetter;

@@ -75,8 +75,8 @@ TEST(ConfigTest, Defaults) {
                     Pair("partitioner", "murmur2_random"),
                     Pair("linger.ms", "20"), Pair("compression.type", "none")));
     EXPECT_EQ(c.kafka.flush_timeout_ms, 30000);
-    EXPECT_EQ(c.limits.max_inflight_events, 100000);
-    EXPECT_EQ(c.limits.max_inflight_bytes, 64 * 1024 * 1024);
+    EXPECT_EQ(c.limits.max_inflight_events, 10000);
+    EXPECT_EQ(c.limits.max_inflight_bytes, 4 * 1024 * 1024);
     EXPECT_EQ(c.http.listen, "127.0.0.1:9187");
     EXPECT_EQ(c.log.format, LogFormat::kText);
     EXPECT_EQ(c.log.level, LogLevel::kInfo);
@@ -437,7 +437,7 @@ TEST(ConfigTest, HelpTextMentionsEveryKeyAndDefault) {
           << key.path;
     }
   }
-  EXPECT_THAT(help, HasSubstr("limits.max_inflight_bytes = 67108864"));
+  EXPECT_THAT(help, HasSubstr("limits.max_inflight_bytes = 4194304"));
   EXPECT_THAT(help, HasSubstr("--set KEY=VALUE"));
   EXPECT_THAT(help, HasSubstr("Usage: outbox-relay"));
 }
