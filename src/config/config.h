@@ -91,6 +91,7 @@ struct KafkaConfig {
       {"compression.type", "none"},
   };
   int64_t flush_timeout_ms = 30000;
+  bool send_when_idle = true;
 };
 
 struct LimitsConfig {

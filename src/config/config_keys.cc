@@ -142,6 +142,10 @@ std::vector<ConfigKey> BuildKeys() {
              "librdkafka producer properties passed through verbatim "
              "(security.protocol, sasl.*, ssl.*, linger.ms, ...); entries "
              "merge with the defaults shown, an empty value removes one"));
+  add(Global("kafka.send_when_idle", G(kafka.send_when_idle),
+             "once everything readable is produced, send what the producer "
+             "holds at once instead of waiting out linger.ms: low latency at "
+             "low rates, linger.ms batching under load"));
   add(Global("kafka.flush_timeout_ms", G(kafka.flush_timeout_ms),
              "how long shutdown waits for outstanding deliveries"));
   // limits

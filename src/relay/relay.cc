@@ -16,6 +16,8 @@ constexpr int kReadBatch = 512;
 // A pass that read at least this many messages means the stream is busy:
 // coalesce before the next read (RelayOptions::read_coalesce_us).
 constexpr int kCoalesceAfter = 16;
+// How long an idle flush (RelayOptions::send_when_idle) may block the loop.
+constexpr int kIdleFlushMs = 1;
 constexpr int64_t kEagerStatusUs = 100'000;  // status soon after progress
 
 std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
@@ -81,6 +83,13 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
       int64_t until_status_us = int64_t{options_.status_interval_ms} * 1000 -
                                 (clock_->NowMicros() - last_status_us_);
       int64_t timeout_us = std::clamp<int64_t>(until_status_us, 0, 100'000);
+      if (n < kCoalesceAfter && unsent_ && options_.send_when_idle) {
+        // Quiet stream: send what the producer holds now. Returns once it
+        // is acknowledged or after 1 ms; reports are served meanwhile.
+        unsent_ = false;
+        sink_->Flush(kIdleFlushMs).IgnoreError();  // errors: next turn
+        continue;
+      }
       if (n >= kCoalesceAfter && options_.read_coalesce_us > 0) {
         // Busy stream: let the next batch accumulate in the socket buffer
         // (delivery reports still wake us).
@@ -167,6 +176,7 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
   for (;;) {
     absl::Status s = sink_->Produce(record, ticket);
     if (s.ok()) {
+      unsent_ = true;
       ++stats_.events_produced;
       ++stats_.inflight_events;
       stats_.inflight_bytes +=

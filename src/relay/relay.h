@@ -61,6 +61,11 @@ struct RelayOptions {
   bool dead_letter = false;  // on_invalid: false = halt
   std::string dead_letter_topic = "outbox.dead_letter";
   int flush_timeout_ms = 30000;
+  // When a pass over the stream found it quiet (fewer messages than make
+  // the relay coalesce) and records were produced since, have the producer
+  // send them now (a 1 ms Flush) instead of waiting out linger.ms. Under
+  // load passes stay busy and linger.ms batches as configured.
+  bool send_when_idle = true;
   int progress_interval_s = 10;
 };
 
@@ -159,6 +164,7 @@ class Relay {
   // Wall clock read before serving reports: their delivery time.
   int64_t report_unix_us_ = 0;
   bool txn_has_events_ = false;
+  bool unsent_ = false;  // produced since the last idle flush
 };
 
 }  // namespace outbox

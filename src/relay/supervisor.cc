@@ -39,6 +39,7 @@ RelayOptions PipelineOptions(const Config& config) {
   o.dead_letter = config.outbox.on_invalid == OnInvalid::kDeadLetter;
   o.dead_letter_topic = config.outbox.dead_letter_topic;
   o.flush_timeout_ms = static_cast<int>(config.kafka.flush_timeout_ms);
+  o.send_when_idle = config.kafka.send_when_idle;
   o.progress_interval_s = static_cast<int>(config.log.progress_interval_s);
   return o;
 }

@@ -130,6 +130,7 @@ class FakeSink : public EventSink {
     return 0;
   }
   absl::Status Flush(int) override {
+    if (on_flush_extra) on_flush_extra();
     if (on_flush) on_flush();
     return outstanding() == 0 ? absl::OkStatus()
                               : absl::DeadlineExceededError("fake flush");
@@ -174,6 +175,7 @@ class FakeSink : public EventSink {
   std::string reject_topic;
   std::function<void()> on_poll;
   std::function<void()> on_flush;
+  std::function<void()> on_flush_extra;  // runs first; for a test's own checks
 
  private:
   DeliveryHandler handler_;

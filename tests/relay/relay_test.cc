@@ -110,6 +110,9 @@ class RelayTest : public ::testing::Test {
     router_ = std::move(Router::Create(config_).value());
     options_.progress_interval_s = 0;
     options_.status_interval_ms = 50;
+    // Idle flushes would deliver everything at once through the fake's
+    // Flush(); the tests of that feature turn it back on.
+    options_.send_when_idle = false;
     stream_.on_status = [this](Lsn flushed) { CheckInvariant(flushed); };
   }
 
@@ -153,6 +156,7 @@ class RelayTest : public ::testing::Test {
       }
     };
     sink_.on_flush = [&] {
+      ++flushes_;
       if (flush_delivers_) DeliverAll();
     };
     absl::Status s = relay.Run(stop);
@@ -171,6 +175,7 @@ class RelayTest : public ::testing::Test {
   Lsn start_ = 0x1000000;
   std::set<std::string> delivered_;
   bool flush_delivers_ = true;
+  int flushes_ = 0;  // Flush() calls, the shutdown's included
   int checks_ = 0;
   RelayStats stats_;
   std::unique_ptr<RelayMetrics> metrics_;  // null unless a test sets it
@@ -483,6 +488,54 @@ TEST_F(RelayTest, UndeliverableRecordIsDeadLetteredAndOnlyThatConfirmsIt) {
   EXPECT_EQ(sink_.produced()[1].headers.at("topic"), "outbox.event.order");
   EXPECT_EQ(sink_.produced()[1].value, "{\"n\": 0}");
   EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
+TEST_F(RelayTest, QuietStreamSendsWhatWasProducedWithoutLingering) {
+  options_.send_when_idle = true;
+  flush_delivers_ = false;
+  script_.Txn(1);
+  int produced_before_flush = -1;
+  sink_.on_flush_extra = [&] {
+    if (produced_before_flush < 0) {
+      produced_before_flush = static_cast<int>(sink_.produced().size());
+    }
+  };
+  ASSERT_TRUE(Run([&] {
+                if (flushes_ >= 1) DeliverAll();  // acked once sent
+              }).ok());
+  // The quiet pass after the transaction flushed the producer once, with
+  // the event in it; then the shutdown flushed.
+  EXPECT_EQ(produced_before_flush, 1);
+  EXPECT_EQ(flushes_, 2);
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
+TEST_F(RelayTest, IdleFlushesAreOffWhenDisabled) {
+  script_.Txn(1);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  EXPECT_EQ(flushes_, 1);  // the shutdown's only
+}
+
+TEST_F(RelayTest, BusyPassesLingerAndOnlyTheQuietOneFlushes) {
+  options_.send_when_idle = true;
+  flush_delivers_ = false;
+  for (int i = 0; i < 20; ++i) script_.Txn(1);  // 60 messages: a busy pass
+  int first_poll_after_busy_pass = -1, poll_at_first_flush = -1;
+  sink_.on_flush_extra = [&] {
+    if (poll_at_first_flush < 0) poll_at_first_flush = sink_.polls();
+  };
+  ASSERT_TRUE(Run([&] {
+                if (first_poll_after_busy_pass < 0 &&
+                    sink_.produced().size() == 20) {
+                  first_poll_after_busy_pass = sink_.polls();
+                }
+                if (flushes_ >= 1) DeliverAll();
+              }).ok());
+  EXPECT_EQ(sink_.produced().size(), 20u);
+  EXPECT_EQ(flushes_, 2);  // one idle flush for all 20, then the shutdown
+  // The busy pass itself did not flush: the flush came on a later turn.
+  ASSERT_GE(first_poll_after_busy_pass, 0);
+  EXPECT_GE(poll_at_first_flush, first_poll_after_busy_pass);
 }
 
 TEST_F(RelayTest, BackpressureStopsReadingButKeepsSendingStatus) {
