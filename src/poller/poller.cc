@@ -81,7 +81,10 @@ absl::Status Poller::AwaitReports(const std::atomic<bool>& stop) {
           "stopping with ", pending_,
           " Kafka deliveries outstanding; the batch was rolled back"));
     }
-    sink_->Poll(100);
+    // Flush, not Poll: the batch is complete, so have the producer send it
+    // now rather than wait out linger.ms (the wait is served either way).
+    absl::Status f = sink_->Flush(100);
+    if (!f.ok() && !absl::IsDeadlineExceeded(f)) return f;
     if (metrics_ != nullptr) metrics_->last_turn_us = clock_->NowMicros();
   }
   return absl::OkStatus();

@@ -44,6 +44,9 @@ class PollerTest : public ::testing::Test {
                             : absl::InvalidArgumentError(it->second));
       }
     };
+    // The poller waits for a batch's reports with Flush(), which serves
+    // them like a poll (rd_kafka_flush polls).
+    sink_.on_flush = [this] { sink_.Poll(0); };
   }
 
   Poller& MakePoller() {
