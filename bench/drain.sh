@@ -2,7 +2,8 @@
 # Backlog drain: outbox-relay against pg_recvlogical (the walsender's own
 # ceiling) on the same WAL, side by side in one run.
 #
-#   bench/drain.sh [--events N] [--per-txn K] [--runs R]   (defaults 1000000 10 3)
+#   bench/drain.sh [--events N] [--per-txn K] [--runs R] [--stages]
+#                                                (defaults 1000000 10 3)
 #
 # Writes N outbox events (~350-byte jsonb payloads, K per transaction) while
 # nothing reads them, into a WAL that 2R slots were created before: R for the
@@ -11,21 +12,31 @@
 # the clock stops when the slot's confirmed_flush_lsn reaches the end of the
 # backlog, i.e. when Kafka acknowledged every event. Also samples the relay's
 # peak RSS (VmHWM) and CPU time from /proc. Durable PostgreSQL defaults.
+#
+# --stages also measures, in each run, what each stage of the relay costs
+# alone (bench/stage_cost.cc): receiving the same WAL through the relay's
+# libpq stream, plus decoding, plus routing (from a slot that is never
+# confirmed, so every run reads the same backlog), and producing as many
+# records of the same shape through the relay's Kafka sink, with and
+# without the "id" header. Prints a markdown table of medians: what bounds
+# the relay's CPU per event.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 
-events=1000000; per_txn=10; runs=3
+events=1000000; per_txn=10; runs=3; stages=0
 while [ $# -gt 0 ]; do
   case $1 in
     --events) events=$2; shift 2 ;;
     --per-txn) per_txn=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --stages) stages=1; shift ;;
     *) die "unknown argument $1" ;;
   esac
 done
 
 BUILD_DIR=${OUTBOX_BUILD_DIR:-$OUTBOX_ROOT/build}
 CMAKE_BUILD_TYPE=Release "$OUTBOX_ROOT/scripts/setup.sh" "$BUILD_DIR" >/dev/null
+[ $stages = 0 ] || cmake --build "$BUILD_DIR" --target stage_cost >/dev/null
 RELAY="$BUILD_DIR/bin/outbox-relay"
 work=$(mktemp -d /tmp/outbox-bench.XXXXXX); chmod 755 "$work"
 cleanup() {
@@ -42,7 +53,11 @@ for r in $(seq "$runs"); do
   psql -qAt -c "SELECT pg_create_logical_replication_slot('relay_$r', 'wal2json')" >/dev/null
   psql -qAt -c "SELECT pg_create_logical_replication_slot('recv_$r', 'wal2json')" >/dev/null
 done
+[ $stages = 0 ] ||
+  psql -qAt -c "SELECT pg_create_logical_replication_slot('stages', 'wal2json')" >/dev/null
 
+# Create the topic first, so no run waits for Kafka to auto-create it.
+echo warm | kcat -P -b "$OUTBOX_KAFKA_BROKERS" -t outbox.event.order
 log "writing $events events, $per_txn per transaction"
 t0=$(date +%s.%N)
 psql -q -v ON_ERROR_STOP=1 <<SQL
@@ -99,6 +114,19 @@ for r in $(seq "$runs"); do
     "$r" "$recv" "$(echo "$events / $recv" | bc -l)" "$relay" "$(echo "$events / $relay" | bc -l)" \
     "$cpu" "$(echo "$cpu * 1000000 / $events" | bc -l)" "$hwm"
   results+=("$recv $relay $cpu $hwm")
+  if [ $stages = 1 ]; then
+    sc=("$BUILD_DIR/bin/stage_cost")
+    pg="host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres"
+    {
+      "${sc[@]}" recv --pg "$pg" --slot stages --end "$end_lsn" --events "$events" | tail -1
+      "${sc[@]}" recv --pg "$pg" --slot stages --end "$end_lsn" --decode
+      "${sc[@]}" recv --pg "$pg" --slot stages --end "$end_lsn" --decode --route
+      "${sc[@]}" produce --kafka "$OUTBOX_KAFKA_BROKERS" --events "$events" --topic outbox.event.order
+      "${sc[@]}" produce --kafka "$OUTBOX_KAFKA_BROKERS" --events "$events" --topic outbox.event.order --no-header |
+        sed 's/^produce/produce-no-header/'
+      echo "relay events=$events cpu_us_per_event=$(echo "$cpu * 1000000 / $events" | bc -l)"
+    } | tee -a "$work/stages.txt"
+  fi
 done
 printf '%s\n' "${results[@]}" | python3 -c '
 import statistics, sys
@@ -110,3 +138,27 @@ print(f"median of {len(rows)}: pg_recvlogical {recv:.2f} s ({ev/recv:.0f} ev/s),
       f"{recv/relay:.2f}, relay cpu {cpu*1e6/ev:.2f} us/event, "
       f"peak RSS max {max(r[3] for r in rows)/1024:.1f} MiB")
 ' "$events"
+[ $stages = 0 ] || python3 - "$work/stages.txt" <<'PY'
+import collections, statistics, sys
+cost = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f and "=" in line:
+        cost[f[0]].append(float(dict(kv.split("=") for kv in f[1:])["cpu_us_per_event"]))
+m = {k: statistics.median(v) for k, v in cost.items()}
+rows = [
+    ("receive: the relay's libpq stream, messages dropped", "recv"),
+    ("receive + decode (wal2json, simdjson)", "recv+decode"),
+    ("receive + decode + route (Record built)", "recv+decode+route"),
+    ("produce: the relay's Kafka sink, same records, header `id`", "produce"),
+    ("produce without the header", "produce-no-header"),
+]
+print("\n| stage, measured alone | CPU µs/event (median) |\n| --- | --- |")
+for label, key in rows:
+    if key in m:
+        print(f"| {label} | {m[key]:.2f} |")
+if "recv+decode+route" in m and "produce" in m:
+    print(f"| sum: receive + decode + route + produce | {m['recv+decode+route'] + m['produce']:.2f} |")
+if "relay" in m:
+    print(f"| outbox-relay, the whole drain | {m['relay']:.2f} |")
+PY
