@@ -4,15 +4,21 @@ latency from commit to consumption, per system.
 
 Started by bench/run.sh (servers in the environment as scripts/pg.sh and
 scripts/kafka.sh print them). Each system is started once and kept running
-through all rates. For each rate, WRITERS connections insert one outbox
-event per transaction (durable commits) following a fixed schedule: event i
-is due at t0 + i/rate, whatever happened to earlier events (open loop; a
-writer that falls behind sends at once, and the delay counts as latency, so
-there is no coordinated omission). Each payload carries its scheduled time
-and the database's clock at insert. A kcat consumer on the system's topic
-stamps each record on arrival; latency = arrival - scheduled time (includes
-the commit), and arrival - insert clock. Reports p50/p99/p99.9/max and the
-sustained throughput, and writes a section of bench/RESULTS.md and a plot.
+through all rates. For each rate, outbox-loadgen (bench/loadgen.cc) inserts
+one outbox event per durable transaction from WRITERS connections following
+a fixed schedule: event i is due at t0 + i/rate, whatever happened to
+earlier events (open loop; a writer that falls behind sends at once, and the
+delay counts as latency, so there is no coordinated omission). Each payload
+carries its run, sequence number, scheduled time and send time; the loader
+records each commit's acknowledgement. outbox-latency-consumer
+(bench/latency_consumer.cc) reads the system's topic from its end, stamps
+each record on arrival and reports latency from the scheduled time (includes
+the commit and any writer backlog) and from the commit ack, p50/p99/p99.9/max,
+missing events and the sustained throughput. Rates go up in the order given;
+a system stops at the first rate it does not sustain (events missing, or
+delivered at under 95% of the offered rate), which is its saturation point;
+--saturate keeps doubling the rate until that happens. Writes a section of
+bench/RESULTS.md and a plot.
 """
 
 import argparse
@@ -20,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import psycopg
@@ -31,104 +36,75 @@ END_MARK = "<!-- bench/latency: end -->"
 LABELS = {"relay": "outbox-relay", "poller": "outbox-poller (default)",
           "poller-tuned": "outbox-poller (tuned: notify)",
           "debezium": "Debezium 3.2 (Kafka Connect)"}
+KEEP_UP = 0.95  # sustained / offered below this: saturated
 
 
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def pct(sorted_vals, p):
-    if not sorted_vals:
-        return None
-    k = min(len(sorted_vals) - 1, max(0, int(round(p / 100 * len(sorted_vals) + 0.5)) - 1))
-    return sorted_vals[k]
+def loadgen(a, run, rate, seconds, out=None):
+    """One open-loop load; returns outbox-loadgen's JSON summary."""
+    cmd = [os.path.join(a.bin, "outbox-loadgen"), "--pg", os.environ["OUTBOX_PG_CONNINFO"],
+           "--rate", str(rate), "--seconds", str(seconds), "--writers", str(a.writers),
+           "--run", run, "--max-seconds", str(2 * seconds)]
+    if out:
+        cmd += ["--out", out]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"outbox-loadgen failed at {rate} ev/s (exit {p.returncode})")
+    return json.loads(p.stdout)
 
 
-class Consumer:
-    """kcat reading one topic from its end; records arrival times by run id."""
-
-    def __init__(self, brokers, topic):
-        self.proc = subprocess.Popen(
-            ["kcat", "-C", "-u", "-q", "-b", brokers, "-t", topic, "-o", "end",
-             "-X", "fetch.wait.max.ms=5", "-f", "%s\n"],
-            stdout=subprocess.PIPE, text=True, bufsize=1)
-        self.arrivals = {}  # run -> list of (sched_ns, ins_ns, arrival_ns)
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            now = time.time_ns()
-            try:
-                v = json.loads(line)
-            except ValueError:
-                continue
-            if "run" not in v:
-                continue
-            with self.lock:
-                self.arrivals.setdefault(v["run"], []).append(
-                    (v["sched_ns"], int(float(v["ins_s"]) * 1e9), now))
-
-    def count(self, run):
-        with self.lock:
-            return len(self.arrivals.get(run, []))
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
-
-
-def load(conninfo, run, rate, seconds, writers):
-    """Open-loop load: returns (events sent, max lateness of a send in s)."""
-    n = int(rate * seconds)
-    nxt = [0]
-    lock = threading.Lock()
-    late = [0.0]
-    t0 = time.time_ns() + 200_000_000  # connections are open by then
-    period = 1e9 / rate
-
-    errors = []
-
-    def writer():
-        try:
-            write()
-        except Exception as e:  # surfaced after join
-            errors.append(e)
-            with lock:
-                nxt[0] = n
-
-    def write():
-        with psycopg.connect(conninfo, autocommit=True) as c:
-            c.execute("SELECT 1")
-            while True:
-                with lock:
-                    i = nxt[0]
-                    nxt[0] += 1
-                if i >= n:
-                    return
-                due = t0 + int(i * period)
-                wait = (due - time.time_ns()) / 1e9
-                if wait > 0:
-                    time.sleep(wait)
-                else:
-                    late[0] = max(late[0], -wait)
-                c.execute(
-                    "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) "
-                    "VALUES (gen_random_uuid(), 'order', %s, 'OrderCreated', "
-                    "jsonb_build_object('run', %s::text, 'sched_ns', %s::bigint, "
-                    "'ins_s', extract(epoch FROM clock_timestamp())::text, "
-                    "'note', repeat('x', 300)))",
-                    (str(i % 10000), run, due))
-
-    threads = [threading.Thread(target=writer) for _ in range(writers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return n, late[0]
+def measure(a, system, topic, rate):
+    """One rate: consumer first (ready = positioned at the topic's end), then
+    the load; returns the result row."""
+    run = f"{system}-{rate}"
+    n = int(round(rate * a.seconds))
+    commits = os.path.join(a.work, f"lat_{run}.commits.csv")
+    # The consumer reads the commit times as soon as the file exists: never
+    # let it find one left by an earlier invocation in the same directory.
+    if os.path.exists(commits):
+        os.remove(commits)
+    cons = subprocess.Popen(
+        [os.path.join(a.bin, "outbox-latency-consumer"), "--brokers",
+         os.environ["OUTBOX_KAFKA_BROKERS"], "--topic", topic, "--run", run,
+         "--expect", str(n), "--commits", commits,
+         "--out", os.path.join(a.work, f"lat_{run}.arrivals.csv"),
+         "--idle-timeout", str(a.drain_timeout),
+         "--max-seconds", str(3 * a.seconds + a.drain_timeout)],
+        stdout=subprocess.PIPE, text=True)
+    if cons.stdout.readline().strip() != "ready":
+        cons.wait()
+        raise RuntimeError(f"outbox-latency-consumer did not start on {topic} "
+                           f"(exit {cons.returncode})")
+    try:
+        w = loadgen(a, run, rate, a.seconds, commits)
+    except Exception:
+        cons.terminate()
+        cons.wait()
+        raise
+    out = cons.communicate()[0]
+    if cons.returncode not in (0, 1):  # 1: events missing, reported below
+        raise RuntimeError(f"outbox-latency-consumer failed (exit {cons.returncode})")
+    c = json.loads(out.strip().splitlines()[-1])
+    s, k = c["from_sched"], c["from_commit"] or {}
+    r = dict(system=system, rate=rate, offered=n, sent=w["committed"], unsent=w["unsent"],
+             received=c["received"], missing=n - c["received"], throughput=c["sustained_eps"],
+             commit_rate=w["commit_rate"], writer_late_p99_s=w["late_p99_ms"] / 1000,
+             writer_late_s=w["late_max_ms"] / 1000, commit_p99=w["commit_p99_ms"],
+             p50=s["p50"], p99=s["p99"], p999=s["p999"], max=s["max"],
+             c_p50=k.get("p50"), c_p99=k.get("p99"), c_p999=k.get("p999"),
+             c_max=k.get("max"))
+    if not r["received"]:
+        for key in ("p50", "p99", "p999", "max"):
+            r[key] = None
+    r["kept_up"] = r["missing"] == 0 and r["throughput"] >= KEEP_UP * rate
+    # Who fell behind first: the writers' commits (PostgreSQL, or a trigger
+    # on the outbox table) or the delivery to Kafka.
+    r["limit"] = None if r["kept_up"] else (
+        "commits" if w["unsent"] or w["commit_rate"] < KEEP_UP * rate else "delivery")
+    return r
 
 
 def start_system(system, a, env, work, topic_prefix):
@@ -170,7 +146,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rates", default="200,1000,3000")
     p.add_argument("--seconds", type=float, default=10)
-    p.add_argument("--writers", type=int, default=16)
+    p.add_argument("--writers", type=int, default=32)
+    p.add_argument("--saturate", action="store_true",
+                   help="after the rates given, keep doubling until each system saturates")
+    p.add_argument("--max-rate", type=int, default=64000)
+    p.add_argument("--drain-timeout", type=float, default=30,
+                   help="give up on a rate when no event arrived for this long")
     p.add_argument("--systems", default="relay,poller,poller-tuned,debezium")
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
@@ -182,10 +163,19 @@ def main():
     env = dict(os.environ)
     conninfo = env["OUTBOX_PG_CONNINFO"]
     brokers = env["OUTBOX_KAFKA_BROKERS"]
-    rates = [int(r) for r in a.rates.split(",")]
-    systems = [s for s in a.systems.split(",")
-               if s in ("relay", "debezium")
-               or os.path.exists(os.path.join(a.bin, "outbox-poller"))]
+    rates = sorted(int(r) for r in a.rates.split(","))
+    if a.saturate:
+        while rates[-1] * 2 <= a.max_rate:
+            rates.append(rates[-1] * 2)
+    for b in ("outbox-loadgen", "outbox-latency-consumer"):
+        if not os.path.exists(os.path.join(a.bin, b)):
+            sys.exit(f"{os.path.join(a.bin, b)} not found: build the {b} target")
+    systems = []
+    for s in a.systems.split(","):
+        if s not in LABELS:
+            log(f"latency: no steady-load run for {s}")
+        elif s == "relay" or s == "debezium" or os.path.exists(os.path.join(a.bin, "outbox-poller")):
+            systems.append(s)
     db = psycopg.connect(conninfo, autocommit=True)
     db.execute(open(os.path.join(ROOT, "sql", "outbox.sql")).read())
     db.execute("DROP PUBLICATION IF EXISTS bench_pub")
@@ -198,44 +188,37 @@ def main():
         else:
             db.execute("DROP TRIGGER IF EXISTS outbox_poller_wake ON public.outbox")
         prefix = f"bench.lat.{system.replace('-', '_')}."
-        subprocess.run(["kcat", "-P", "-b", brokers, "-t", prefix + "order", "-k", "w"],
-                       input=b"{}", check=True)
-        consumer = Consumer(brokers, prefix + "order")
+        topic = prefix + "order"
+        subprocess.run(["kcat", "-P", "-b", brokers, "-t", topic, "-k", "w"],
+                       input=b"{}", check=True)  # the consumer needs the topic
         handle = start_system(system, a, env, a.work, prefix)
-        if system == "relay":
-            deadline = time.time() + 30
-            while not db.execute("SELECT coalesce(bool_or(active), false) FROM pg_replication_slots "
-                                 "WHERE slot_name = 'relay_lat'").fetchone()[0]:
-                if time.time() > deadline:
-                    sys.exit("relay did not start")
-                time.sleep(0.1)
-        time.sleep(1)  # consumer assigned
-        # Warm-up, not reported: first connections, topic metadata, JIT.
-        load(conninfo, "warmup", min(rates), 3, a.writers)
-        time.sleep(1)
-        for rate in rates:
-            run = f"{system}-{rate}"
-            sent, late = load(conninfo, run, rate, a.seconds, a.writers)
-            deadline = time.time() + 30
-            while consumer.count(run) < sent and time.time() < deadline:
-                time.sleep(0.1)
-            with consumer.lock:
-                arr = list(consumer.arrivals.get(run, []))
-            lat = sorted((x[2] - x[0]) / 1e6 for x in arr)
-            lat_ins = sorted((x[2] - x[1]) / 1e6 for x in arr)
-            span = (max(x[2] for x in arr) - min(x[0] for x in arr)) / 1e9 if arr else 0
-            r = dict(system=system, rate=rate, sent=sent, received=len(set(arr)),
-                     throughput=len(arr) / span if span else 0, writer_late_s=late,
-                     p50=pct(lat, 50), p99=pct(lat, 99), p999=pct(lat, 99.9),
-                     max=lat[-1] if lat else None, ins_p50=pct(lat_ins, 50),
-                     ins_p99=pct(lat_ins, 99))
-            results.append(r)
-            log(f"  {LABELS[system]:<30} {rate:6d} ev/s: received {r['received']}/{sent}, "
-                f"p50 {r['p50']:.1f} ms p99 {r['p99']:.1f} ms p99.9 {r['p999']:.1f} ms "
-                f"max {r['max']:.1f} ms, writers late by up to {late * 1000:.0f} ms"
-                if lat else f"  {system} {rate}: nothing received")
-        stop_system(handle)
-        consumer.stop()
+        try:
+            if system == "relay":
+                deadline = time.time() + 30
+                while not db.execute("SELECT coalesce(bool_or(active), false) FROM pg_replication_slots "
+                                     "WHERE slot_name = 'relay_lat'").fetchone()[0]:
+                    if time.time() > deadline:
+                        sys.exit("relay did not start")
+                    time.sleep(0.1)
+            # Warm-up, not reported: first connections, topic metadata, JIT.
+            loadgen(a, "warmup", min(rates), 3)
+            time.sleep(2)
+            for rate in rates:
+                r = measure(a, system, topic, rate)
+                results.append(r)
+                ms = lambda v: "–" if v is None else f"{v:.1f} ms"
+                log(f"  {LABELS[system]:<30} {rate:6d} ev/s: received {r['received']}/{r['offered']}, "
+                    f"sustained {r['throughput']:.0f} ev/s; from scheduled p50 {ms(r['p50'])} "
+                    f"p99 {ms(r['p99'])} p99.9 {ms(r['p999'])} max {ms(r['max'])}; "
+                    f"from commit p99 {ms(r['c_p99'])}; writers late by up to "
+                    f"{r['writer_late_s'] * 1000:.0f} ms"
+                    + ("" if r["kept_up"] else f"; saturated ({r['limit']})"))
+                if not r["kept_up"]:
+                    break
+        except RuntimeError as e:
+            sys.exit(str(e))
+        finally:
+            stop_system(handle)
         for (slot,) in db.execute("SELECT slot_name FROM pg_replication_slots").fetchall():
             db.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
     with open(os.path.join(a.work, "latency.json"), "w") as f:
@@ -262,14 +245,20 @@ def plot(a, rates, results):
     os.makedirs(a.plots, exist_ok=True)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for s in LABELS:
-        pts = [(r["rate"], r["p99"]) for r in results if r["system"] == s and r["p99"]]
-        if pts:
-            ax.plot(*zip(*pts), marker="o", label=LABELS[s])
+        rs = [r for r in results if r["system"] == s and r["received"]]
+        if rs:
+            line, = ax.plot([r["rate"] for r in rs], [r["p99"] for r in rs], marker="o",
+                            label=LABELS[s])
+            sat = [r for r in rs if not r["kept_up"]]  # saturated: an x on top
+            if sat:
+                ax.plot([r["rate"] for r in sat], [r["p99"] for r in sat], "x",
+                        color=line.get_color(), markersize=12)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("offered load (events/s, one event per transaction)")
     ax.set_ylabel("p99 end-to-end latency (ms)")
-    ax.set_title("Steady load: p99 latency from scheduled send to consumption")
+    ax.set_title("Steady load: p99 latency from scheduled send to consumption\n"
+                 "(x: saturated, the system's last rate)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = os.path.join(a.plots, "latency_p99.png")
@@ -282,31 +271,60 @@ def report(a, rates, results, plotfile):
     f = lambda v: "–" if v is None else f"{v:.1f}"
     L = [BEGIN_MARK, "## Steady load: end-to-end latency (bench/latency.py)", ""]
     L.append("Command: `" + " ".join(["bench/run.sh"] + a.argv.split()) + "`, run on "
-             f"{time.strftime('%Y-%m-%d')}. {a.writers} writer connections insert one "
-             f"event per durable transaction on an open-loop schedule for {a.seconds:.0f} s "
-             "per rate; latency runs from each event's scheduled send time (so it "
-             "includes the commit, and any writer backlog at saturation) to its arrival "
-             "at a kcat consumer. Same machine and servers as above, each system "
-             "running alone. Producer defaults of each system (outbox-relay: "
-             "linger.ms=20; outbox-poller: poller.interval_ms=500 by default, tuned = "
-             f"notify + batch {a.poller_batch}; Debezium: poll.interval.ms=500, "
-             "producer linger.ms=0).")
+             f"{time.strftime('%Y-%m-%d')}. outbox-loadgen (C++, libpq) inserts one event "
+             f"per durable transaction from {a.writers} connections on an open-loop "
+             f"schedule for {a.seconds:g} s per rate (event i due at t0 + i/rate; a late "
+             "writer sends at once and the delay counts), each payload (~350 bytes) "
+             "carrying its scheduled and send times; outbox-latency-consumer (C++, "
+             "librdkafka, fetch.wait.max.ms=5) stamps each record on arrival. Latency "
+             "from scheduled time includes the commit and any writer backlog at "
+             "saturation; latency from commit starts at the commit's acknowledgement to "
+             "the writer. Same machine and servers as above, each system running "
+             "alone. Producer defaults of each system (outbox-relay: linger.ms=20; "
+             "outbox-poller: poller.interval_ms=500 by default, tuned = notify + batch "
+             f"{a.poller_batch}; Debezium: poll.interval.ms=500, producer linger.ms=0).")
     L.append("")
-    L.append("'writers late' is how far the load generator fell behind its schedule: "
-             "when it is large, PostgreSQL (or the generator) is saturated and the "
-             "latency from the scheduled time includes that queueing; the latency "
-             "from insert (the database clock at the INSERT) excludes it. The NOTIFY "
-             "trigger of the tuned poller makes commits queue on PostgreSQL's "
-             "notification lock, which shows there.")
+    L.append("Sustained is the arrival rate between the first and the last event of the "
+             f"rate. Rates go up until a system saturates: events missing after "
+             f"{a.drain_timeout:g} s without progress, or sustained under "
+             f"{KEEP_UP * 100:.0f}% of offered; that rate is the system's last. "
+             "'writers late' is how far the load generator fell behind its schedule "
+             "(p99 / max): when it is large, commits are the bottleneck (PostgreSQL on "
+             "this machine, or the NOTIFY trigger of the tuned poller, which makes "
+             "commits queue on PostgreSQL's notification lock), and the latency from "
+             "the scheduled time includes that queueing while the latency from commit "
+             "excludes it.")
     L.append("")
     L.append("| system | offered ev/s | received | sustained ev/s | p50 ms | p99 ms | p99.9 ms "
-             "| max ms | p50 / p99 from insert ms | writers late by ms |")
+             "| max ms | from commit p50 / p99 / p99.9 / max ms | writers late p99 / max ms |")
     L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        L.append(f"| {LABELS[r['system']]} | {r['rate']} | {r['received']}/{r['sent']} "
-                 f"| {r['throughput']:.0f} | {f(r['p50'])} | {f(r['p99'])} | {f(r['p999'])} "
-                 f"| {f(r['max'])} | {f(r['ins_p50'])} / {f(r['ins_p99'])} "
-                 f"| {r['writer_late_s'] * 1000:.0f} |")
+        L.append(f"| {LABELS[r['system']]} | {r['rate']} | {r['received']}/{r['offered']} "
+                 f"| {r['throughput']:.0f}{'' if r['kept_up'] else ' (saturated)'} "
+                 f"| {f(r['p50'])} | {f(r['p99'])} | {f(r['p999'])} | {f(r['max'])} "
+                 f"| {f(r['c_p50'])} / {f(r['c_p99'])} / {f(r['c_p999'])} / {f(r['c_max'])} "
+                 f"| {r['writer_late_p99_s'] * 1000:.0f} / {r['writer_late_s'] * 1000:.0f} |")
+    L.append("")
+    L.append("Saturation (highest rate sustained; first rate not):")
+    L.append("")
+    for s in LABELS:
+        rs = [r for r in results if r["system"] == s]
+        if not rs:
+            continue
+        ok = [r["rate"] for r in rs if r["kept_up"]]
+        bad = [r for r in rs if not r["kept_up"]]
+        line = f"- {LABELS[s]}: " + (f"sustained up to {max(ok)} ev/s" if ok else
+                                     "sustained none of the rates")
+        if bad:
+            b = bad[0]
+            why = ("the writers' commits fell behind first (PostgreSQL-side limit, "
+                   f"{b['commit_rate']:.0f} commits/s)" if b["limit"] == "commits"
+                   else "delivery fell behind")
+            line += (f"; at {b['rate']} ev/s it delivered {b['throughput']:.0f} ev/s, "
+                     f"{b['received']}/{b['offered']} events: {why}")
+        else:
+            line += " (not saturated at the highest rate tried)"
+        L.append(line)
     L.append("")
     by = {(r["system"], r["rate"]): r for r in results}
     L.append("Target: outbox-relay's p99 at least 10 times lower than the polling "
