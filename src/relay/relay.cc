@@ -83,10 +83,14 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
       int64_t until_status_us = int64_t{options_.status_interval_ms} * 1000 -
                                 (clock_->NowMicros() - last_status_us_);
       int64_t timeout_us = std::clamp<int64_t>(until_status_us, 0, 100'000);
-      if (n < kCoalesceAfter && unsent_ && options_.send_when_idle) {
-        // Quiet stream: send what the producer holds now. Returns once it
-        // is acknowledged or after 1 ms; reports are served meanwhile.
-        unsent_ = false;
+      if (n < kCoalesceAfter && options_.send_when_idle && unsent_ > 0 &&
+          stats_.inflight_events <= unsent_) {
+        // Quiet stream, and everything sent before is acknowledged: send
+        // what the producer holds now (like Nagle's algorithm, at most one
+        // such send is in flight, so a steady trickle cannot turn into a
+        // request per event). Returns once acknowledged or after 1 ms;
+        // reports are served meanwhile.
+        unsent_ = 0;
         sink_->Flush(kIdleFlushMs).IgnoreError();  // errors: next turn
         continue;
       }
@@ -176,7 +180,7 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
   for (;;) {
     absl::Status s = sink_->Produce(record, ticket);
     if (s.ok()) {
-      unsent_ = true;
+      ++unsent_;
       ++stats_.events_produced;
       ++stats_.inflight_events;
       stats_.inflight_bytes +=

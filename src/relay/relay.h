@@ -62,9 +62,10 @@ struct RelayOptions {
   std::string dead_letter_topic = "outbox.dead_letter";
   int flush_timeout_ms = 30000;
   // When a pass over the stream found it quiet (fewer messages than make
-  // the relay coalesce) and records were produced since, have the producer
-  // send them now (a 1 ms Flush) instead of waiting out linger.ms. Under
-  // load passes stay busy and linger.ms batches as configured.
+  // the relay coalesce), records were produced since, and every record
+  // produced before them is acknowledged, have the producer send them now
+  // (a 1 ms Flush) instead of waiting out linger.ms. At most one such send
+  // is in flight; under load passes stay busy and linger.ms batches.
   bool send_when_idle = true;
   int progress_interval_s = 10;
 };
@@ -164,7 +165,7 @@ class Relay {
   // Wall clock read before serving reports: their delivery time.
   int64_t report_unix_us_ = 0;
   bool txn_has_events_ = false;
-  bool unsent_ = false;  // produced since the last idle flush
+  int64_t unsent_ = 0;  // records produced since the last idle flush
 };
 
 }  // namespace outbox

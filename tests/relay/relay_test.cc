@@ -510,6 +510,39 @@ TEST_F(RelayTest, QuietStreamSendsWhatWasProducedWithoutLingering) {
   EXPECT_EQ(stream_.last_flushed(), script_.last_end());
 }
 
+TEST_F(RelayTest, OneIdleSendInFlightAtATime) {
+  // Like Nagle's algorithm: while the first idle send is unacknowledged,
+  // records read after it wait for it (or linger.ms) instead of each
+  // forcing a request of its own.
+  options_.send_when_idle = true;
+  flush_delivers_ = false;
+  script_.Txn(1);
+  size_t produced_at_second_flush = 0;
+  sink_.on_flush_extra = [&] {
+    if (flushes_ == 1) produced_at_second_flush = sink_.produced().size();
+  };
+  int turns_after_first_flush = 0;
+  ASSERT_TRUE(Run([&] {
+                if (flushes_ == 0) return;
+                ++turns_after_first_flush;
+                if (turns_after_first_flush == 1) {
+                  script_.Txn(1);  // read while the first is in flight
+                  script_.Txn(1);
+                } else if (turns_after_first_flush == 5) {
+                  Deliver(0);  // the first send is acknowledged
+                } else if (flushes_ >= 2) {
+                  DeliverAll();
+                }
+              }).ok());
+  EXPECT_EQ(sink_.produced().size(), 3u);
+  // The two later records went out together in one idle send, made only
+  // after the first was acknowledged; then the shutdown flushed.
+  EXPECT_EQ(produced_at_second_flush, 3u);
+  EXPECT_GE(turns_after_first_flush, 5);
+  EXPECT_EQ(flushes_, 3);
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
 TEST_F(RelayTest, IdleFlushesAreOffWhenDisabled) {
   script_.Txn(1);
   ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
