@@ -5,14 +5,31 @@
 #
 #   bench/run.sh [--full] [--events N] [--runs R] [--per-txn 10,1]
 #                [--systems relay,debezium,recv-wal2json,recv-pgoutput,poller,poller-tuned]
+#                [--scenarios backlog,mixed,large] [--mixed-events N]
+#                [--mixed-rate ROWS_PER_S] [--mixed-seconds S]
+#                [--large-events N] [--large-txns T]
 #                [--rates 200,1000,3000] [--seconds S] [--no-drain] [--no-latency]
+#                [--saturate] [--writers W]
+#                [--results FILE] [--plots DIR]
+#
+# The drain part (bench/run.py) has three scenarios: backlog (N events, K per
+# transaction), mixed (outbox rows are 1% of the WAL, the rest INSERTs,
+# UPDATEs and DELETEs on another table: a drain of 10k outbox events in 1M
+# rows, then a steady load of 10k rows/s for 20 s sampling the WAL the
+# relay's slot holds) and large (one transaction of 100k events). --full:
+# 20k mixed events (2M rows), 60 s of steady load, 3 large transactions.
+# --results and --plots redirect the output from bench/RESULTS.md and
+# bench/plots/.
 #
 # Two parts, on the same servers: the backlog drain (bench/run.py) and the
 # steady-load latency (bench/latency.py: open-loop writers at each rate for
 # S seconds, relay, pollers and Debezium). Default: 200k events per backlog,
 # 1 run, 10 and 1 events per transaction; rates 200,1000,3000 for 10 s each
 # (about ten minutes in all). --full: 1M events, 3 runs; rates
-# 100,500,1000,2000,5000,10000 for 30 s. Each part writes its own section of
+# 100,500,1000,2000,5000,10000 for 30 s, then doubling (--saturate) until
+# each system saturates; a system stops at its first rate not sustained.
+# The latency part writes with bench/loadgen.cc and reads with
+# bench/latency_consumer.cc (built here). Each part writes its own section of
 # bench/RESULTS.md (the rest of the file is kept) and PNGs in bench/plots/.
 # Needs: scripts/setup.sh done, Java 17, Maven (Debezium's jars are fetched
 # from Maven Central into .cache/debezium once), python3 with psycopg and
@@ -23,17 +40,25 @@ source "$(dirname "$0")/../scripts/lib.sh"
 
 args=(); events=200000; runs=1; drain=1; latency=1
 rates=200,1000,3000; seconds=10
+out=(); full=()
+lat=()
 orig=("$@")
 while [ $# -gt 0 ]; do
   case $1 in
-    --full) events=1000000; runs=3; rates=100,500,1000,2000,5000,10000; seconds=30; shift ;;
+    --full) events=1000000; runs=3; rates=100,500,1000,2000,5000,10000; seconds=30
+      full=(--mixed-events 20000 --mixed-seconds 60 --large-txns 3); lat+=(--saturate); shift ;;
     --rates) rates=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --no-drain) drain=0; shift ;;
     --no-latency) latency=0; shift ;;
     --events) events=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    --per-txn|--systems|--poller-batch|--poller-interval) args+=("$1" "$2"); shift 2 ;;
+    --systems) args+=("$1" "$2"); lat+=("$1" "$2"); shift 2 ;;  # both parts
+    --per-txn|--systems|--poller-batch|--poller-interval|--scenarios|--mixed-events|\
+      --mixed-rate|--mixed-seconds|--large-events|--large-txns) args+=("$1" "$2"); shift 2 ;;
+    --results|--plots) out+=("$1" "$2"); shift 2 ;;
+    --saturate) lat+=("$1"); shift ;;
+    --writers) lat+=("$1" "$2"); shift 2 ;;
     *) die "unknown argument $1" ;;
   esac
 done
@@ -78,9 +103,11 @@ fi
 log "servers up; work dir $work (OUTBOX_BENCH_KEEP=1 keeps the logs)"
 if [ $drain = 1 ]; then
   python3 "$OUTBOX_ROOT/bench/run.py" --bin "$BUILD_DIR/bin" --work "$work" \
-    --events "$events" --runs "$runs" --argv="${orig[*]:-}" "${args[@]}"
+    --events "$events" --runs "$runs" --argv="${orig[*]:-}" "${full[@]}" "${args[@]}" \
+    "${out[@]}"
 fi
 if [ $latency = 1 ]; then
+  cmake --build "$BUILD_DIR" --target outbox-loadgen outbox-latency-consumer >/dev/null
   python3 "$OUTBOX_ROOT/bench/latency.py" --bin "$BUILD_DIR/bin" --work "$work" \
-    --rates "$rates" --seconds "$seconds" --argv="${orig[*]:-}"
+    --rates "$rates" --seconds "$seconds" --argv="${orig[*]:-}" "${lat[@]}" "${out[@]}"
 fi
