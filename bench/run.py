@@ -737,8 +737,8 @@ def report(args, bench, summary, plots):
              "write (the poller's mark-sent UPDATE).")
     L.append("")
     L.append("Configurations: outbox-relay and outbox-poller with their defaults "
-             "(producer linger.ms=20, limits.max_inflight_bytes 64 MiB, which bounds "
-             "the relay's RSS); the tuned poller adds poller.batch_size="
+             "(producer linger.ms=20; the relay's in-flight window of 10000 events / "
+             "4 MiB, which bounds its RSS); the tuned poller adds poller.batch_size="
              f"{args.poller_batch}, poller.interval_ms={args.poller_interval} and "
              "poller.notify=true. Debezium 3.2.3 with Kafka Connect 3.9.1 standalone "
              "(bench/debezium.sh): connector and worker defaults (max.batch.size 2048, "
