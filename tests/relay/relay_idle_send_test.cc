@@ -1,0 +1,94 @@
+// The Relay loop's idle sends (RelayOptions::send_when_idle) against fakes:
+// a quiet stream has the producer send at once, at most one such send is
+// in flight, and busy passes leave batching to linger.ms.
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "relay/relay_fixture.h"
+
+namespace outbox::testing {
+namespace {
+
+TEST_F(RelayTest, QuietStreamSendsWhatWasProducedWithoutLingering) {
+  options_.send_when_idle = true;
+  flush_delivers_ = false;
+  script_.Txn(1);
+  int produced_before_flush = -1;
+  sink_.on_flush_extra = [&] {
+    if (produced_before_flush < 0) {
+      produced_before_flush = static_cast<int>(sink_.produced().size());
+    }
+  };
+  ASSERT_TRUE(Run([&] {
+                if (flushes_ >= 1) DeliverAll();  // acked once sent
+              }).ok());
+  // The quiet pass after the transaction flushed the producer once, with
+  // the event in it; then the shutdown flushed.
+  EXPECT_EQ(produced_before_flush, 1);
+  EXPECT_EQ(flushes_, 2);
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
+TEST_F(RelayTest, OneIdleSendInFlightAtATime) {
+  // Like Nagle's algorithm: while the first idle send is unacknowledged,
+  // records read after it wait for it (or linger.ms) instead of each
+  // forcing a request of its own.
+  options_.send_when_idle = true;
+  flush_delivers_ = false;
+  script_.Txn(1);
+  size_t produced_at_second_flush = 0;
+  sink_.on_flush_extra = [&] {
+    if (flushes_ == 1) produced_at_second_flush = sink_.produced().size();
+  };
+  int turns_after_first_flush = 0;
+  ASSERT_TRUE(Run([&] {
+                if (flushes_ == 0) return;
+                ++turns_after_first_flush;
+                if (turns_after_first_flush == 1) {
+                  script_.Txn(1);  // read while the first is in flight
+                  script_.Txn(1);
+                } else if (turns_after_first_flush == 5) {
+                  Deliver(0);  // the first send is acknowledged
+                } else if (flushes_ >= 2) {
+                  DeliverAll();
+                }
+              }).ok());
+  EXPECT_EQ(sink_.produced().size(), 3u);
+  // The two later records went out together in one idle send, made only
+  // after the first was acknowledged; then the shutdown flushed.
+  EXPECT_EQ(produced_at_second_flush, 3u);
+  EXPECT_GE(turns_after_first_flush, 5);
+  EXPECT_EQ(flushes_, 3);
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+}
+
+TEST_F(RelayTest, IdleFlushesAreOffWhenDisabled) {
+  script_.Txn(1);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  EXPECT_EQ(flushes_, 1);  // the shutdown's only
+}
+
+TEST_F(RelayTest, BusyPassesLingerAndOnlyTheQuietOneFlushes) {
+  options_.send_when_idle = true;
+  flush_delivers_ = false;
+  for (int i = 0; i < 20; ++i) script_.Txn(1);  // 60 messages: a busy pass
+  int first_poll_after_busy_pass = -1, poll_at_first_flush = -1;
+  sink_.on_flush_extra = [&] {
+    if (poll_at_first_flush < 0) poll_at_first_flush = sink_.polls();
+  };
+  ASSERT_TRUE(Run([&] {
+                if (first_poll_after_busy_pass < 0 &&
+                    sink_.produced().size() == 20) {
+                  first_poll_after_busy_pass = sink_.polls();
+                }
+                if (flushes_ >= 1) DeliverAll();
+              }).ok());
+  EXPECT_EQ(sink_.produced().size(), 20u);
+  EXPECT_EQ(flushes_, 2);  // one idle flush for all 20, then the shutdown
+  // The busy pass itself did not flush: the flush came on a later turn.
+  ASSERT_GE(first_poll_after_busy_pass, 0);
+  EXPECT_GE(poll_at_first_flush, first_poll_after_busy_pass);
+}
+
+}  // namespace
+}  // namespace outbox::testing
