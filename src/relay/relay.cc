@@ -16,7 +16,7 @@ constexpr int kReadBatch = 512;
 // A pass that read at least this many messages means the stream is busy:
 // coalesce before the next read (RelayOptions::read_coalesce_us).
 constexpr int kCoalesceAfter = 16;
-// How long an idle flush (RelayOptions::send_when_idle) may block the loop.
+// The timeout of an idle flush (RelayOptions::send_when_idle).
 constexpr int kIdleFlushMs = 1;
 constexpr int64_t kEagerStatusUs = 100'000;  // status soon after progress
 
@@ -88,8 +88,10 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
         // Quiet stream, and everything sent before is acknowledged: send
         // what the producer holds now (like Nagle's algorithm, at most one
         // such send is in flight, so a steady trickle cannot turn into a
-        // request per event). Returns once acknowledged or after 1 ms;
-        // reports are served meanwhile.
+        // request per event). Serves reports; returns when all are
+        // acknowledged or about at once: librdkafka 2.0 sets its "send
+        // now" flag only for the duration of the call, so the broker
+        // thread may miss it and the records then wait for linger.ms.
         unsent_ = 0;
         sink_->Flush(kIdleFlushMs).IgnoreError();  // errors: next turn
         continue;

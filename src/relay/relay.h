@@ -63,9 +63,10 @@ struct RelayOptions {
   int flush_timeout_ms = 30000;
   // When a pass over the stream found it quiet (fewer messages than make
   // the relay coalesce), records were produced since, and every record
-  // produced before them is acknowledged, have the producer send them now
-  // (a 1 ms Flush) instead of waiting out linger.ms. At most one such send
-  // is in flight; under load passes stay busy and linger.ms batches.
+  // produced before them is acknowledged, ask the producer to send them now
+  // (a Flush with a 1 ms timeout; best effort, see Relay::Run) instead of
+  // waiting out linger.ms. At most one such send is in flight; under load
+  // passes stay busy and linger.ms batches.
   bool send_when_idle = true;
   int progress_interval_s = 10;
 };
