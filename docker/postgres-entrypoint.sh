@@ -17,10 +17,15 @@ listen_addresses = '*'
 wal_level = logical
 max_replication_slots = 10
 max_wal_senders = 10
-output_plugin_libraries = 'pgoutput, test_decoding, wal2json'
 # Cap the WAL a stopped relay's slot can pin (see sql/monitoring.sql).
 max_slot_wal_keep_size = 10GB
 CONF
+  # Only minor releases from 15.19 on know this setting (older ones allow
+  # every installed plugin, and refuse to start if the setting is named).
+  if postgres --describe-config | cut -f1 | grep -qx output_plugin_libraries; then
+    echo "output_plugin_libraries = 'pgoutput, test_decoding, wal2json'" \
+      >>"$PGDATA/postgresql.conf"
+  fi
   cat >"$PGDATA/pg_hba.conf" <<HBA
 local all all trust
 host all all all scram-sha-256

@@ -1,6 +1,7 @@
 # PostgreSQL 15 for the compose demo: Debian 12's own postgresql-15 and
-# postgresql-15-wal2json, the packages scripts/pg.sh runs in the tests (its
-# output_plugin_libraries setting exists in Debian's build).
+# postgresql-15-wal2json, the packages scripts/pg.sh runs in the tests. The
+# entrypoint allows wal2json in output_plugin_libraries only when the
+# installed minor release has that setting (15.19 on).
 FROM debian:12-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \

@@ -34,3 +34,11 @@ as_owner() {
     "$@"
   fi
 }
+
+# pg_has_setting NAME: true when the installed server ($PG_BIN/postgres) knows
+# the setting NAME. Minor releases add settings (output_plugin_libraries
+# arrived in 15.19), and a postgresql.conf naming an unknown one refuses to
+# start, so scripts ask the binary instead of assuming a version.
+pg_has_setting() {
+  "$PG_BIN/postgres" --describe-config 2>/dev/null | cut -f1 | grep -qxF -- "$1"
+}

@@ -10,8 +10,10 @@
 #   scripts/pg.sh restart DIR [fast|immediate]   stop (default fast) and
 #                             start again on the same port and data
 #
-# The port is chosen free; settings: wal_level=logical, wal2json allowed in
-# output_plugin_libraries, 10 slots and senders, fsync on (durable defaults).
+# The port is chosen free; settings: wal_level=logical, 10 slots and senders,
+# fsync on (durable defaults), and wal2json allowed in output_plugin_libraries
+# on the minor releases that have that setting (15.19 and later; older ones
+# allow every installed plugin and refuse to start if the setting is named).
 # Trust authentication on 127.0.0.1 only: the cluster is for tests.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -36,13 +38,16 @@ unix_socket_directories = '$dir'
 wal_level = logical
 max_replication_slots = 10
 max_wal_senders = 10
-output_plugin_libraries = 'pgoutput, test_decoding, wal2json'
 fsync = on
 synchronous_commit = on
 max_connections = 100
 shared_buffers = 128MB
 log_min_messages = warning
 CONF
+  if pg_has_setting output_plugin_libraries; then
+    echo "output_plugin_libraries = 'pgoutput, test_decoding, wal2json'" \
+      >>"$dir/data/postgresql.conf"
+  fi
   cat >"$dir/data/pg_hba.conf" <<HBA
 local all all trust
 host all all 127.0.0.1/32 trust
@@ -67,7 +72,7 @@ PGDATABASE=postgres
 OUTBOX_PG_DIR=$dir
 OUTBOX_PG_CONNINFO='host=127.0.0.1 port=$port user=postgres dbname=postgres'
 ENV
-  log "postgres 15 ready: psql 'host=127.0.0.1 port=$port user=postgres dbname=postgres'"
+  log "postgres $("$PG_BIN/postgres" --version | awk '{print $NF}') ready: psql 'host=127.0.0.1 port=$port user=postgres dbname=postgres'"
 }
 
 stop() {

@@ -36,11 +36,21 @@ sh -n docker/postgres-entrypoint.sh || fail "postgres-entrypoint.sh: syntax"
 [ -x docker/postgres-entrypoint.sh ] || fail "postgres-entrypoint.sh is not executable"
 
 # 3. PostgreSQL settings as scripts/pg.sh sets them.
-for key in wal_level max_replication_slots max_wal_senders output_plugin_libraries; do
+for key in wal_level max_replication_slots max_wal_senders; do
   want=$(grep -E "^$key = " scripts/pg.sh || true)
   [ -n "$want" ] || { fail "scripts/pg.sh has no $key"; continue; }
   grep -qxF "$want" docker/postgres-entrypoint.sh ||
     fail "postgres-entrypoint.sh lacks '$want' (as in scripts/pg.sh)"
+done
+# output_plugin_libraries: the same value, written only where the server
+# knows the setting (15.18 refuses to start with it).
+opl=$(grep -o "output_plugin_libraries = '[^']*'" scripts/pg.sh || true)
+[ -n "$opl" ] || fail "scripts/pg.sh does not set output_plugin_libraries"
+grep -qF "$opl" docker/postgres-entrypoint.sh ||
+  fail "postgres-entrypoint.sh lacks \"$opl\" (as in scripts/pg.sh)"
+for f in scripts/lib.sh docker/postgres-entrypoint.sh; do
+  grep -q -- '--describe-config' "$f" ||
+    fail "$f writes output_plugin_libraries without asking the server (--describe-config)"
 done
 grep -q 'postgresql-15-wal2json' docker/postgres.Dockerfile || fail "no wal2json in postgres image"
 

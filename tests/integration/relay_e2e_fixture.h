@@ -1,0 +1,245 @@
+// RelayE2ETest: the fixture of outbox-relay's end-to-end tests. Each test
+// gets its own outbox table (LIKE public.outbox), slot, aggregate type and
+// topic, so tests do not see each other's events; helpers start the real
+// binary, write events, and check Kafka against what was committed.
+#ifndef OUTBOX_TESTS_INTEGRATION_RELAY_E2E_FIXTURE_H_
+#define OUTBOX_TESTS_INTEGRATION_RELAY_E2E_FIXTURE_H_
+
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/test_env.h"
+
+namespace outbox::testing {
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Event {
+  std::string id, key, payload;
+  int writer = 0, seq = 0;
+};
+
+class RelayE2ETest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_ = &TestEnv::Get();
+    db_ = PgConn::Connect(env_->pg_conninfo());
+    ASSERT_NE(db_, nullptr);
+    db_->Exec(ReadFile(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox.sql"));
+    table_ = UniqueName("outbox");
+    slot_ = UniqueName("slot");
+    aggtype_ = UniqueName("agg");
+    topic_ = "outbox.event." + aggtype_;
+    db_->Exec("CREATE TABLE public." + table_ +
+              " (LIKE public.outbox INCLUDING ALL)");
+    dir_ = TempDir("relay_e2e");
+  }
+
+  void TearDown() override {
+    relay_.reset();
+    db_->Query("SELECT pg_drop_replication_slot('" + slot_ + "')")
+        .status()
+        .IgnoreError();
+  }
+
+  std::vector<std::string> RelayArgs() {
+    return {BinaryPath("outbox-relay"),
+            "--pg",
+            env_->pg_conninfo(),
+            "--kafka",
+            env_->kafka_brokers(),
+            "--slot",
+            slot_,
+            "--tables",
+            "public." + table_,
+            "--set",
+            "log.progress_interval_s=1",
+            "--set",
+            "postgres.reconnect_backoff_max_ms=1000",
+            "--set",
+            "http.listen=127.0.0.1:0"};
+  }
+
+  void StartRelay(std::vector<std::string> extra = {}) {
+    auto args = RelayArgs();
+    args.insert(args.end(), extra.begin(), extra.end());
+    relay_ = Process::Start(args, dir_ + "/relay.log");
+  }
+
+  // Waits until the relay holds the slot.
+  bool WaitActive(int timeout_ms = 30000) {
+    return WaitUntil(
+        [&] {
+          return db_->Scalar(
+                     "SELECT count(*) FROM pg_replication_slots WHERE "
+                     "slot_name = '" +
+                     slot_ + "' AND active") == "1";
+        },
+        timeout_ms);
+  }
+
+  std::string ConfirmedFlush() {
+    return db_->Scalar(
+        "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE "
+        "slot_name = '" +
+        slot_ + "'");
+  }
+
+  // Writes `txns` transactions of 1..max_per_txn events from one writer,
+  // rolling back every `rollback_every`-th. Committed events go to
+  // *committed, rolled-back ids to *rolled_back.
+  void Write(int writer, int txns, int max_per_txn, int rollback_every,
+             std::vector<Event>* committed,
+             std::vector<std::string>* rolled_back,
+             std::atomic<bool>* stop = nullptr) {
+    auto conn = PgConn::Connect(env_->pg_conninfo());
+    ASSERT_NE(conn, nullptr);
+    std::mt19937 rng(writer);
+    int seq = 0;
+    for (int t = 0; t < txns && !(stop && stop->load()); ++t) {
+      int n = 1 + static_cast<int>(rng() % max_per_txn);
+      bool rollback = rollback_every > 0 && t % rollback_every == 3;
+      std::string sql = "BEGIN;";
+      std::vector<Event> events;
+      for (int i = 0; i < n; ++i) {
+        Event e;
+        e.writer = writer;
+        e.seq = ++seq;
+        e.key = absl::StrCat("w", writer, "-a", rng() % 4);
+        e.id = conn->Scalar("SELECT gen_random_uuid()");
+        events.push_back(e);
+        absl::StrAppend(
+            &sql, "INSERT INTO public.", table_,
+            " (id, aggregatetype, aggregateid, type, payload) VALUES ('", e.id,
+            "', '", aggtype_, "', '", e.key,
+            "', 'Created', jsonb_build_object("
+            "'writer', ",
+            writer, ", 'seq', ", e.seq,
+            ", 'note', 'caf\u00e9 \"quoted\" \\\\ back', 'pad', repeat('x', "
+            "300)));");
+      }
+      sql += rollback ? "ROLLBACK;" : "COMMIT;";
+      conn->Exec(sql);
+      if (rollback) {
+        for (auto& e : events) rolled_back->push_back(e.id);
+      } else {
+        for (auto& e : events) {
+          e.payload = conn->Scalar(
+              absl::StrCat("SELECT jsonb_build_object('writer', ", writer,
+                           ", 'seq', ", e.seq,
+                           ", 'note', 'caf\u00e9 \"quoted\" \\\\ back', 'pad', "
+                           "repeat('x', 300))::text"));
+          committed->push_back(e);
+        }
+      }
+    }
+  }
+
+  // Checks Kafka against the committed events: every one present with its
+  // key, value and id header; nothing rolled back; per-key order of first
+  // occurrences follows commit order. Returns the duplicate count.
+  int Audit(const std::vector<Event>& committed,
+            const std::vector<std::string>& rolled_back, size_t want) {
+    std::set<std::string> want_ids;
+    for (const auto& e : committed) want_ids.insert(e.id);
+    // Consume until every committed id was seen (duplicates do not count).
+    std::set<std::string> seen;
+    size_t scanned = 0;
+    auto got = ConsumeUntil(
+        env_->kafka_brokers(), {topic_},
+        [&](const std::vector<KafkaMessage>& msgs) {
+          for (; scanned < msgs.size(); ++scanned) {
+            std::string id = msgs[scanned].Header("id");
+            if (want_ids.count(id)) seen.insert(id);
+          }
+          return seen.size() >= want && seen.size() == want_ids.size();
+        },
+        30000);
+    std::map<std::string, const KafkaMessage*> by_id;
+    int duplicates = 0;
+    std::map<std::string, std::vector<int>> order;  // key -> seqs
+    std::map<std::string, const Event*> events;
+    for (const auto& e : committed) events[e.id] = &e;
+    for (const auto& m : got) {
+      std::string id = m.Header("id");
+      if (by_id.count(id)) {
+        ++duplicates;
+        continue;
+      }
+      by_id[id] = &m;
+      auto it = events.find(id);
+      if (it == events.end()) continue;
+      order[m.key].push_back(it->second->seq);
+    }
+    for (const auto& id : rolled_back) {
+      EXPECT_EQ(by_id.count(id), 0u) << "rolled-back event published: " << id;
+    }
+    int missing = 0;
+    for (const auto& e : committed) {
+      auto it = by_id.find(e.id);
+      if (it == by_id.end()) {
+        ++missing;
+        continue;
+      }
+      EXPECT_EQ(it->second->key, e.key);
+      EXPECT_EQ(it->second->value, e.payload);
+      EXPECT_EQ(it->second->topic, topic_);
+    }
+    EXPECT_EQ(missing, 0) << "of " << committed.size() << " committed events";
+    for (const auto& [key, seqs] : order) {
+      for (size_t i = 1; i < seqs.size(); ++i) {
+        EXPECT_LT(seqs[i - 1], seqs[i]) << "order violated for key " << key;
+      }
+    }
+    return duplicates;
+  }
+
+  // A 2 MB payload: over the producer's message.max.bytes (1 MB).
+  void InsertHugeEvent(const std::string& id) {
+    db_->Exec("INSERT INTO public." + table_ +
+              " (id, aggregatetype, aggregateid, type, payload) VALUES ('" +
+              id + "', '" + aggtype_ +
+              "', 'big', 'Huge', jsonb_build_object('blob', repeat('y', "
+              "2000000)))");
+  }
+
+  const TestEnv* env_;
+  std::unique_ptr<PgConn> db_;
+  std::string table_, slot_, aggtype_, topic_, dir_;
+  std::unique_ptr<Process> relay_;
+};
+
+// Runs the relay expecting it to refuse to start (exit 3) with a message.
+class PreconditionTest : public RelayE2ETest {
+ protected:
+  // Runs the relay with `args` appended; expects exit 3 with `message`.
+  void ExpectRefusal(const std::string& message,
+                     std::vector<std::string> extra = {},
+                     std::vector<std::string> base = {}) {
+    auto args = base.empty() ? RelayArgs() : base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    relay_ = Process::Start(args, dir_ + "/relay.log");
+    EXPECT_EQ(relay_->Wait(30000), 3) << relay_->Output();
+    EXPECT_THAT(relay_->Output(), ::testing::HasSubstr(message));
+  }
+};
+
+}  // namespace outbox::testing
+
+#endif  // OUTBOX_TESTS_INTEGRATION_RELAY_E2E_FIXTURE_H_
