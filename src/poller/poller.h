@@ -38,6 +38,16 @@
 // batch queued in the producer, not one per attempt, and no open
 // transaction.
 //
+// What is published: the row as it is when claimed, not as it was inserted
+// (outbox-relay publishes each INSERT as the WAL recorded it):
+//   * an UPDATE of an unsent row before the claim changes what is published
+//     (payload, key, topic, headers); an UPDATE of a claimed row waits for
+//     the batch to settle, and an UPDATE of a sent row publishes nothing;
+//   * a row deleted before the claim is never published, so the
+//     insert-then-delete pattern (insert the event and delete it in the same
+//     transaction, which outbox-relay supports) publishes nothing here:
+//     leave the rows to the poller (mode delete removes them once sent).
+//
 // Per-key order. seq comes from an identity at INSERT time, not at commit.
 // What holds:
 //   * One instance, no failed deliveries: rows are published in seq order
