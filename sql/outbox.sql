@@ -1,5 +1,5 @@
 -- The outbox table. Column names are Debezium's Outbox Event Router
--- defaults, so consumers of either relay see the same records:
+-- defaults, so either relay turns a row into the same record:
 --   id             event id, sent in the Kafka header "id" (de-duplication)
 --   aggregatetype  picks the topic: outbox.event.<aggregatetype>
 --   aggregateid    the Kafka key: one aggregate's events stay on one partition

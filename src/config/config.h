@@ -115,6 +115,7 @@ struct PollerConfig {
   int64_t max_attempts = 10;
   int64_t backoff_initial_ms = 1000;
   int64_t backoff_max_ms = 300000;
+  int64_t batch_timeout_ms = 30000;
   int64_t retention_s = 86400;
   PollerMode mode = PollerMode::kMark;
   bool notify = false;

@@ -183,6 +183,10 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("poller.backoff_max_ms", G(poller.backoff_max_ms),
              "outbox-poller: cap of the doubling retry delay")
           .Min(1));
+  add(Global("poller.batch_timeout_ms", G(poller.batch_timeout_ms),
+             "outbox-poller: how long a claimed batch may wait for Kafka "
+             "before it is rolled back")
+          .Min(1));
   add(Global("poller.retention_s", G(poller.retention_s),
              "outbox-poller: age after which sent rows are deleted (mode "
              "mark); 0 keeps them"));

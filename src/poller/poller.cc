@@ -62,6 +62,12 @@ absl::Status Poller::ProduceWithBackpressure(const Record& record,
   for (;;) {
     absl::Status s = sink_->Produce(record, ticket);
     if (!absl::IsResourceExhausted(s)) return s;
+    if (clock_->NowMicros() >= deadline_us_) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the Kafka producer's queue stayed full for "
+                       "poller.batch_timeout_ms (",
+                       options_.batch_timeout_ms, " ms)"));
+    }
     // The producer's queue is full: serve reports until it has room.
     sink_->Poll(10);
     RETURN_IF_ERROR(sink_->health());
@@ -69,17 +75,24 @@ absl::Status Poller::ProduceWithBackpressure(const Record& record,
 }
 
 absl::Status Poller::AwaitReports(const std::atomic<bool>& stop) {
-  int64_t deadline = -1;
+  int64_t stop_deadline = -1;
   while (pending_ > 0) {
     RETURN_IF_ERROR(sink_->health());
-    if (deadline < 0 && stop.load(std::memory_order_relaxed)) {
-      deadline =
-          clock_->NowMicros() + int64_t{options_.flush_timeout_ms} * 1000;
+    const int64_t now = clock_->NowMicros();
+    if (stop_deadline < 0 && stop.load(std::memory_order_relaxed)) {
+      stop_deadline = now + int64_t{options_.flush_timeout_ms} * 1000;
     }
-    if (deadline >= 0 && clock_->NowMicros() >= deadline) {
+    if (stop_deadline >= 0 && now >= stop_deadline) {
       return absl::CancelledError(absl::StrCat(
           "stopping with ", pending_,
           " Kafka deliveries outstanding; the batch was rolled back"));
+    }
+    if (now >= deadline_us_) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(pending_,
+                       " Kafka deliveries still outstanding after "
+                       "poller.batch_timeout_ms (",
+                       options_.batch_timeout_ms, " ms)"));
     }
     // Flush, not Poll: the batch is complete, so have the producer send it
     // now rather than wait out linger.ms (the wait is served either way).
@@ -90,8 +103,48 @@ absl::Status Poller::AwaitReports(const std::atomic<bool>& stop) {
   return absl::OkStatus();
 }
 
+absl::Status Poller::AbandonBatch(size_t table, absl::Status why) {
+  store_->Abandon();
+  ++generation_;  // reports still to come for this batch match no batch
+  pending_ = 0;
+  if (!absl::IsDeadlineExceeded(why)) return why;
+  ++stats_.abandoned;
+  if (metrics_ != nullptr) metrics_->abandoned.Increment();
+  ++abandoned_in_a_row_;
+  const int64_t backoff_ms = retry_.CapMs(abandoned_in_a_row_);
+  resume_at_us_ = clock_->NowMicros() + backoff_ms * 1000;
+  Log(Severity::kWarn,
+      "batch rolled back: Kafka did not acknowledge it in time; its rows "
+      "will be claimed again",
+      {{"table", store_->tables()[table].QualifiedName()},
+       {"rows", absl::StrCat(rows_.size())},
+       {"reason", std::string(why.message())},
+       {"retry_ms", absl::StrCat(backoff_ms)},
+       {"producer_outstanding", absl::StrCat(sink_->outstanding())}});
+  return why;
+}
+
+absl::Status Poller::BackOff(const std::atomic<bool>& stop) {
+  while (!stop.load(std::memory_order_relaxed)) {
+    RETURN_IF_ERROR(sink_->health());
+    const int64_t now = clock_->NowMicros();
+    if (metrics_ != nullptr) metrics_->last_turn_us = now;
+    if (now >= resume_at_us_ && sink_->outstanding() == 0) {
+      Log(Severity::kInfo, "claiming again after a rolled-back batch");
+      return absl::OkStatus();
+    }
+    // The backlog gauges and progress lines go on through the outage.
+    RETURN_IF_ERROR(MaybeReport(/*force=*/false));
+    // Serves the abandoned batch's reports (they mark nothing), or waits.
+    sink_->Poll(100);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> Poller::PollTable(size_t table,
                                       const std::atomic<bool>& stop) {
+  // The transaction starts with the claim, and so does its deadline.
+  deadline_us_ = clock_->NowMicros() + options_.batch_timeout_ms * 1000;
   RETURN_IF_ERROR(store_->Claim(table, options_.batch_size, &rows_));
   const size_t n = rows_.size();
   if (n == 0) return 0;
@@ -117,9 +170,9 @@ absl::StatusOr<int> Poller::PollTable(size_t table,
         continue;
       }
       if (!absl::IsInvalidArgument(s)) {
-        // The producer itself failed: nothing of this batch is settled.
-        store_->Abandon();
-        return s;
+        // The producer failed or stayed full: nothing of this batch is
+        // settled.
+        return AbandonBatch(table, s);
       }
     }
     // The row cannot become a record, or Kafka refused it outright.
@@ -127,8 +180,7 @@ absl::StatusOr<int> Poller::PollTable(size_t table,
     outcomes_[i].error = std::string(s.message());
   }
   if (absl::Status s = AwaitReports(stop); !s.ok()) {
-    store_->Abandon();
-    return s;
+    return AbandonBatch(table, s);
   }
 
   delivered_seqs_.clear();
@@ -153,8 +205,7 @@ absl::StatusOr<int> Poller::PollTable(size_t table,
       if (failure.dead) ProduceDeadLetter(table, i, failure.error);
     }
     if (absl::Status s = AwaitReports(stop); !s.ok()) {
-      store_->Abandon();
-      return s;
+      return AbandonBatch(table, s);
     }
     f = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -172,6 +223,7 @@ absl::StatusOr<int> Poller::PollTable(size_t table,
 
   RETURN_IF_ERROR(
       store_->Settle(table, options_.mode, delivered_seqs_, failures_));
+  abandoned_in_a_row_ = 0;
 
   stats_.delivered += static_cast<int64_t>(delivered_seqs_.size());
   stats_.failures += static_cast<int64_t>(failures_.size());
@@ -330,14 +382,21 @@ absl::Status Poller::Run(const std::atomic<bool>& stop) {
   while (!stop.load(std::memory_order_relaxed)) {
     if (metrics_ != nullptr) metrics_->last_turn_us = clock_->NowMicros();
     bool full = false;
-    for (size_t t = 0; t < store_->tables().size(); ++t) {
+    bool abandoned = false;
+    for (size_t t = 0; t < store_->tables().size() && !abandoned; ++t) {
       absl::StatusOr<int> n = PollTable(t, stop);
       if (absl::IsCancelled(n.status()) && stop.load()) {
         Log(Severity::kWarn, std::string(n.status().message()));
         return absl::OkStatus();
       }
+      abandoned = absl::IsDeadlineExceeded(n.status());
+      if (abandoned) continue;
       if (!n.ok()) return n.status();
       if (*n >= options_.batch_size) full = true;
+    }
+    if (abandoned) {
+      RETURN_IF_ERROR(BackOff(stop));
+      continue;
     }
     RETURN_IF_ERROR(MaybeRunJanitor(stop, /*force=*/false));
     RETURN_IF_ERROR(MaybeReport(/*force=*/false));

@@ -23,6 +23,31 @@
 // rolls back, the locks go, and the rows are claimed again (duplicates, never
 // losses). Consumers de-duplicate on the id header, as with outbox-relay.
 //
+// Kafka outages. The claim transaction holds the batch's row locks and the
+// database's xmin horizon (VACUUM cannot remove dead rows younger than it),
+// so it must not last as long as an outage. A batch gets batch_timeout_ms
+// from its claim to have every report back (produce, await and the
+// dead-letter round included); past that it is abandoned: rolled back, so
+// its rows stay unsent and are claimed again later (records Kafka already
+// has will repeat, which at least once permits). Its generation is retired
+// at once, so reports that still come for it mark nothing. Before the next
+// claim the poller backs off with no transaction open: RetryPolicy::CapMs(n)
+// for the n-th batch abandoned in a row, and until the producer has handed
+// back every record it holds (the abandoned batch is delivered once Kafka
+// returns, or fails after message.timeout.ms). A long outage thus leaves one
+// batch queued in the producer, not one per attempt, and no open
+// transaction.
+//
+// What is published: the row as it is when claimed, not as it was inserted
+// (outbox-relay publishes each INSERT as the WAL recorded it):
+//   * an UPDATE of an unsent row before the claim changes what is published
+//     (payload, key, topic, headers); an UPDATE of a claimed row waits for
+//     the batch to settle, and an UPDATE of a sent row publishes nothing;
+//   * a row deleted before the claim is never published, so the
+//     insert-then-delete pattern (insert the event and delete it in the same
+//     transaction, which outbox-relay supports) publishes nothing here:
+//     leave the rows to the poller (mode delete removes them once sent).
+//
 // Per-key order. seq comes from an identity at INSERT time, not at commit.
 // What holds:
 //   * One instance, no failed deliveries: rows are published in seq order
@@ -46,7 +71,8 @@
 //
 // Threading: one thread calls everything; `stop` may be set from a signal
 // handler. Run() finishes the batch in hand (waiting up to flush_timeout_ms
-// for its reports, else rolling it back) and returns OK.
+// for its reports, or to its batch_timeout_ms deadline if sooner, else
+// rolling it back) and returns OK.
 #ifndef OUTBOX_POLLER_POLLER_H_
 #define OUTBOX_POLLER_POLLER_H_
 
@@ -76,11 +102,12 @@ struct PollerOptions {
   int32_t max_attempts = 10;
   int64_t backoff_initial_ms = 1000;
   int64_t backoff_max_ms = 300000;
-  uint64_t seed = 1;            // jitter generator
-  int64_t interval_ms = 500;    // idle wait (a NOTIFY ends it early)
-  int64_t retention_s = 86400;  // janitor, mode mark; 0 keeps rows
-  int janitor_batch = 1000;     // rows per janitor DELETE
-  bool dead_letter = false;     // outbox.on_invalid == dead_letter
+  int64_t batch_timeout_ms = 30000;  // claim to settle, else rolled back
+  uint64_t seed = 1;                 // jitter generator
+  int64_t interval_ms = 500;         // idle wait (a NOTIFY ends it early)
+  int64_t retention_s = 86400;       // janitor, mode mark; 0 keeps rows
+  int janitor_batch = 1000;          // rows per janitor DELETE
+  bool dead_letter = false;          // outbox.on_invalid == dead_letter
   std::string dead_letter_topic = "outbox.dead_letter";
   std::vector<std::string> payload_columns;  // per table, for dead letters
   int flush_timeout_ms = 30000;              // report wait once stopping
@@ -94,6 +121,7 @@ struct PollerStats {
   int64_t delivered = 0;
   int64_t failures = 0;
   int64_t dead_lettered = 0;
+  int64_t abandoned = 0;  // batches rolled back at their deadline
   int64_t janitor_deleted = 0;
   int64_t notifications = 0;
 };
@@ -110,9 +138,16 @@ class Poller {
 
   // One claim-produce-settle cycle on table `table`. Returns the rows
   // claimed (batch_size means more may be waiting). Cancelled when `stop`
-  // was set and the reports did not all come within flush_timeout_ms (the
-  // batch is rolled back).
+  // was set and the reports did not all come within flush_timeout_ms;
+  // DeadlineExceeded when they did not all come within batch_timeout_ms of
+  // the claim (either way the batch is rolled back; after DeadlineExceeded
+  // call BackOff() before the next claim).
   absl::StatusOr<int> PollTable(size_t table, const std::atomic<bool>& stop);
+
+  // After an abandoned batch: serves the producer, with no transaction
+  // open, until the back-off has passed and the producer holds no record,
+  // or `stop`. Not OK if the producer broke or the backlog query failed.
+  absl::Status BackOff(const std::atomic<bool>& stop);
 
   // Janitor pass when due (mode mark, retention_s > 0).
   absl::Status MaybeRunJanitor(const std::atomic<bool>& stop, bool force);
@@ -133,6 +168,10 @@ class Poller {
   void OnDelivery(const DeliveryReport& report);
   absl::Status ProduceWithBackpressure(const Record& record, uint64_t ticket);
   absl::Status AwaitReports(const std::atomic<bool>& stop);
+  // Rolls the batch in hand back and retires its generation; a deadline
+  // (DeadlineExceeded) is counted, logged and schedules the back-off.
+  // Returns `why`.
+  absl::Status AbandonBatch(size_t table, absl::Status why);
   void ProduceDeadLetter(size_t table, size_t index, const std::string& error);
   absl::Status MaybeReport(bool force);
 
@@ -152,6 +191,9 @@ class Poller {
   Record record_;
   uint32_t generation_ = 0;  // tells late reports of an old batch apart
   int64_t pending_ = 0;
+  int64_t deadline_us_ = 0;  // the batch in hand's batch_timeout_ms
+  int32_t abandoned_in_a_row_ = 0;
+  int64_t resume_at_us_ = 0;  // no claim before (after an abandoned batch)
   std::vector<int64_t> delivered_seqs_;
   std::vector<RowFailure> failures_;
   DeadLetter dead_letter_;

@@ -26,6 +26,9 @@ PollerMetrics::PollerMetrics(prometheus::Registry& r)
                                 "Rows moved to the dead-letter state")),
       batches(MakeCounter(r, "outbox_poller_batches_total",
                           "Claims that found rows")),
+      abandoned(MakeCounter(r, "outbox_poller_batches_abandoned_total",
+                            "Batches rolled back because Kafka did not "
+                            "acknowledge them within poller.batch_timeout_ms")),
       janitor_deleted(MakeCounter(r, "outbox_poller_janitor_deleted_total",
                                   "Sent rows deleted after the retention")),
       events_per_second(MakeGauge(r, "outbox_poller_events_per_second",

@@ -2,13 +2,16 @@
 // registry that MetricsServer serves on /metrics, plus the two flags
 // /healthz and /readyz read.
 //
-//   outbox_poller_events_delivered_total          rows delivered (acknowledged
-//   by Kafka) outbox_poller_attempts_total           delivery attempts (rows
-//   produced) outbox_poller_failures_total           failed attempts (routing,
-//   produce or
-//                                          delivery errors)
+//   outbox_poller_events_delivered_total   rows delivered (acknowledged by
+//                                          Kafka)
+//   outbox_poller_attempts_total           delivery attempts (rows produced)
+//   outbox_poller_failures_total           failed attempts (routing, produce
+//                                          or delivery errors)
 //   outbox_poller_dead_lettered_total      rows moved to the dead-letter state
 //   outbox_poller_batches_total            claims that found rows
+//   outbox_poller_batches_abandoned_total  batches rolled back because Kafka
+//                                          did not acknowledge them within
+//                                          poller.batch_timeout_ms
 //   outbox_poller_janitor_deleted_total    old sent rows deleted
 //   outbox_poller_unsent_rows{table}       rows neither sent nor dead-lettered
 //   outbox_poller_oldest_unsent_age_seconds{table}
@@ -45,6 +48,7 @@ class PollerMetrics {
   prometheus::Counter& failures;
   prometheus::Counter& dead_lettered;
   prometheus::Counter& batches;
+  prometheus::Counter& abandoned;
   prometheus::Counter& janitor_deleted;
   prometheus::Gauge& events_per_second;
   prometheus::Gauge& connected;

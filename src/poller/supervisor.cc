@@ -37,6 +37,7 @@ PollerOptions MakePollerOptions(const Config& config) {
   o.max_attempts = static_cast<int32_t>(p.max_attempts);
   o.backoff_initial_ms = p.backoff_initial_ms;
   o.backoff_max_ms = p.backoff_max_ms;
+  o.batch_timeout_ms = p.batch_timeout_ms;
   o.seed = std::random_device{}();
   o.interval_ms = p.interval_ms;
   o.retention_s = p.retention_s;

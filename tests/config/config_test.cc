@@ -86,6 +86,7 @@ TEST(ConfigTest, Defaults) {
     EXPECT_EQ(c.poller.max_attempts, 10);
     EXPECT_EQ(c.poller.backoff_initial_ms, 1000);
     EXPECT_EQ(c.poller.backoff_max_ms, 300000);
+    EXPECT_EQ(c.poller.batch_timeout_ms, 30000);
     EXPECT_EQ(c.poller.retention_s, 86400);
     EXPECT_EQ(c.poller.mode, PollerMode::kMark);
     EXPECT_FALSE(c.poller.notify);
@@ -126,8 +127,8 @@ limits: {max_inflight_events: 10, max_inflight_bytes: 2KiB}
 http: {listen: ""}
 log: {format: json, level: warn, progress_interval_s: 0}
 poller: {interval_ms: 1, batch_size: 2, max_attempts: 3, backoff_initial_ms: 4,
-         backoff_max_ms: 5, retention_s: 0, mode: delete, notify: yes,
-         notify_channel: ch}
+         backoff_max_ms: 5, batch_timeout_ms: 6, retention_s: 0, mode: delete,
+         notify: yes, notify_channel: ch}
 )");
   EXPECT_EQ(c.postgres.conninfo, "host=db dbname=app");
   EXPECT_EQ(c.postgres.slot, "relay_2");
@@ -148,6 +149,7 @@ poller: {interval_ms: 1, batch_size: 2, max_attempts: 3, backoff_initial_ms: 4,
   EXPECT_EQ(c.http.listen, "");
   EXPECT_EQ(c.log.format, LogFormat::kJson);
   EXPECT_EQ(c.log.level, LogLevel::kWarn);
+  EXPECT_EQ(c.poller.batch_timeout_ms, 6);
   EXPECT_EQ(c.poller.mode, PollerMode::kDelete);
   EXPECT_TRUE(c.poller.notify);
   EXPECT_EQ(c.poller.notify_channel, "ch");

@@ -274,6 +274,133 @@ TEST_F(PollerTest, LateReportOfAnAbandonedBatchIsIgnored) {
   EXPECT_NE(store_.rows()[0].sent_us, 0);
 }
 
+// Kafka is down: no report comes. The claim transaction (row locks, the
+// xmin horizon) must end at the batch's deadline, not with the outage.
+TEST_F(PollerTest, BatchPastItsDeadlineIsRolledBack) {
+  options_.batch_timeout_ms = 2000;
+  store_.Add("a", "{}");
+  store_.Add("b", "{}");
+  MakePoller();
+  const int64_t claimed_at = clock_.NowMicros();
+  sink_.on_poll = [&] {
+    clock_.Advance(100'000);
+    // Without a deadline this would wait for ever; stopping bounds the test.
+    if (clock_.NowMicros() - claimed_at > 60'000'000) stop_ = true;
+  };
+  absl::StatusOr<int> n = poller_->PollTable(0, stop_);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(n.status())) << n.status();
+  EXPECT_THAT(n.status().message(), HasSubstr("batch_timeout_ms"));
+  EXPECT_FALSE(store_.in_transaction());
+  EXPECT_EQ(store_.abandons(), 1);
+  EXPECT_EQ(store_.settles(), 0);
+  EXPECT_GE(clock_.NowMicros() - claimed_at, 2'000'000);
+  EXPECT_LE(clock_.NowMicros() - claimed_at, 2'100'000);
+  EXPECT_EQ(poller_->stats().abandoned, 1);
+  // Kafka comes back and acknowledges the abandoned records: that marks
+  // nothing (and costs the row no attempt); the rows wait for a new claim.
+  sink_.ReportAll();
+  for (const auto& r : store_.rows()) {
+    EXPECT_EQ(r.sent_us, 0);
+    EXPECT_EQ(r.attempts, 0);
+  }
+  sink_.on_poll = [this] {
+    clock_.Advance(1000);
+    for (size_t i : sink_.Unreported()) sink_.Report(i);
+  };
+  EXPECT_EQ(Poll(), 2);
+  EXPECT_EQ(sink_.produced().size(), 4u);  // each row once more
+  for (const auto& r : store_.rows()) EXPECT_NE(r.sent_us, 0);
+}
+
+// A producer queue that stays full (Kafka down, the queue filled by
+// earlier records) must not hold the claim open either.
+TEST_F(PollerTest, ProducerQueueFullPastTheDeadlineRollsTheBatchBack) {
+  options_.batch_timeout_ms = 500;
+  for (int i = 0; i < 3; ++i) store_.Add("k", "{}");
+  sink_.queue_limit = 1;
+  MakePoller();
+  sink_.on_poll = [this] {
+    clock_.Advance(10'000);
+    if (clock_.NowMicros() > 60'000'000)
+      sink_.set_health(absl::InternalError("test ran away"));
+  };
+  absl::StatusOr<int> n = poller_->PollTable(0, stop_);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(n.status())) << n.status();
+  EXPECT_THAT(n.status().message(), HasSubstr("queue stayed full"));
+  EXPECT_EQ(store_.abandons(), 1);
+  EXPECT_FALSE(store_.in_transaction());
+  EXPECT_EQ(sink_.produced().size(), 1u);
+}
+
+// Run() through an outage: one batch is claimed and rolled back at its
+// deadline; then no claim (and no transaction) until the producer has
+// handed the abandoned records back, i.e. until Kafka returns.
+TEST_F(PollerTest, RunBacksOffWithNoTransactionOpenUntilKafkaReturns) {
+  prometheus::Registry registry;
+  metrics_ = std::make_unique<PollerMetrics>(registry);
+  options_.batch_timeout_ms = 1000;
+  for (int i = 0; i < 3; ++i) store_.Add("k", "{}");
+  MakePoller();
+  const int64_t kafka_back_at = clock_.NowMicros() + 10'000'000;
+  std::vector<int64_t> claimed_at;
+  store_.on_claim = [&] {
+    claimed_at.push_back(clock_.NowMicros());
+    if (store_.claims() == 3) stop_ = true;
+  };
+  int polls_backing_off = 0;
+  sink_.on_poll = [&] {
+    clock_.Advance(10'000);
+    if (store_.abandons() == 1 && store_.claims() == 1) {
+      ++polls_backing_off;
+      EXPECT_FALSE(store_.in_transaction());
+    }
+    if (clock_.NowMicros() >= kafka_back_at) {
+      for (size_t i : sink_.Unreported()) sink_.Report(i);
+    }
+    if (clock_.NowMicros() > kafka_back_at + 60'000'000) stop_ = true;
+  };
+  ASSERT_TRUE(poller_->Run(stop_).ok());
+  ASSERT_EQ(claimed_at.size(), 3u);
+  EXPECT_EQ(store_.abandons(), 1);
+  EXPECT_GT(polls_backing_off, 0);
+  EXPECT_GE(claimed_at[1], kafka_back_at);
+  EXPECT_EQ(metrics_->abandoned.Value(), 1);
+  EXPECT_EQ(sink_.produced().size(), 6u);
+  for (const auto& r : store_.rows()) EXPECT_NE(r.sent_us, 0);
+}
+
+// Batches abandoned in a row back off like a failed row's retries
+// (RetryPolicy::CapMs: 100, 200, 400 ms here), even when the producer hands
+// the records back at once (they failed, e.g. after message.timeout.ms).
+TEST_F(PollerTest, AbandonedBatchesInARowBackOffExponentially) {
+  options_.batch_timeout_ms = 1000;
+  store_.Add("k", "{}");
+  MakePoller();
+  std::vector<int64_t> claimed_at;
+  store_.on_claim = [&] {
+    claimed_at.push_back(clock_.NowMicros());
+    if (store_.claims() == 4) stop_ = true;
+  };
+  sink_.on_poll = [&] {
+    clock_.Advance(10'000);
+    if (store_.in_transaction()) return;  // the batch waits: no report
+    for (size_t i : sink_.Unreported()) {
+      sink_.Report(i, absl::DeadlineExceededError("Local: Message timed out"));
+    }
+    if (clock_.NowMicros() > 60'000'000) stop_ = true;
+  };
+  ASSERT_TRUE(poller_->Run(stop_).ok());
+  ASSERT_EQ(claimed_at.size(), 4u);
+  for (int k = 0; k < 3; ++k) {
+    const int64_t backoff = (int64_t{100} << k) * 1000;
+    const int64_t gap = claimed_at[k + 1] - claimed_at[k];
+    EXPECT_GE(gap, 1'000'000 + backoff) << k;
+    EXPECT_LE(gap, 1'000'000 + backoff + 50'000) << k;
+  }
+  EXPECT_GE(poller_->stats().abandoned, 3);
+  EXPECT_EQ(store_.rows()[0].attempts, 0);  // an outage is no row's fault
+}
+
 TEST_F(PollerTest, FatalProducerErrorAbandonsTheBatch) {
   store_.Add("a", "{}");
   MakePoller();
