@@ -47,7 +47,8 @@
 // varying(20)", "integer[]"); other types get their Type message's name,
 // schema-qualified unless in public (which differs from wal2json for a
 // domain, reported as its base type, and for arrays of user types,
-// "_name"). The Router and relay use types for nothing.
+// "_name"), or the OID in decimal if none came. The Router and relay use
+// types for nothing.
 //
 // Errors: InvalidArgument with a short description (no LSN: the caller adds
 // it) for an empty or truncated message, bytes after its end, an unknown
