@@ -53,8 +53,10 @@
 // Errors: InvalidArgument with a short description (no LSN: the caller adds
 // it) for an empty or truncated message, bytes after its end, an unknown
 // message type, a change to a relation with no Relation message, a tuple
-// whose column count is not its relation's, an unknown tuple value kind, a
-// value that does not fit its type, or an out-of-range length or timestamp.
+// whose column count is not its relation's, an unknown tuple value kind,
+// an unchanged-TOAST value in an Insert (old rows of U and D may hold them),
+// a value that does not fit its type, or an out-of-range length or
+// timestamp.
 // Nothing is read past `data`.
 //
 // Lifetime: the Change's string_views point into buffers owned by this
