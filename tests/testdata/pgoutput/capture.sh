@@ -66,6 +66,10 @@ SELECT 'slot' FROM pg_create_logical_replication_slot('p_msg', 'pgoutput');
 SELECT 'msg' FROM pg_logical_emit_message(false, 'bin', '\x00ff80fe0a00'::bytea);
 SELECT 'msg' FROM pg_logical_emit_message(true, 'empty', ''::bytea);
 SELECT 'msg' FROM pg_logical_emit_message(false, '', 'no prefix');
+-- Nothing flushes a non-transactional message's WAL, and decoding stops at
+-- the flushed end: a transaction that writes WAL does (DDL: pgoutput sends
+-- nothing for it).
+CREATE TABLE public.capture_flush ();
 SQL
 get_pgoutput p_msg pub_outbox messages.txt
 
