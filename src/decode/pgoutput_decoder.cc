@@ -10,12 +10,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "decode/pgoutput_reader.h"
 #include "decode/pgoutput_types.h"
 #include "decode/wal2json_text.h"
 
 namespace outbox {
 namespace {
 
+using pgoutput::Reader;
 using pgoutput::ValueClass;
 
 // Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC).
@@ -51,63 +53,6 @@ const char* MessageName(char type) {
       return nullptr;
   }
 }
-
-// Bounds-checked reads of a message, big-endian. Each returns false, and
-// reads nothing, when the message is too short.
-class Reader {
- public:
-  explicit Reader(absl::string_view data)
-      : p_(data.data()), left_(data.size()) {}
-
-  bool AtEnd() const { return left_ == 0; }
-
-  bool U8(uint8_t* v) {
-    if (left_ < 1) return false;
-    *v = static_cast<uint8_t>(*p_);
-    Skip(1);
-    return true;
-  }
-  bool U16(uint16_t* v) { return Int(v); }
-  bool U32(uint32_t* v) { return Int(v); }
-  bool U64(uint64_t* v) { return Int(v); }
-
-  // A NUL-terminated string, without its NUL.
-  bool CString(absl::string_view* s) {
-    const void* nul = left_ == 0 ? nullptr : std::memchr(p_, '\0', left_);
-    if (nul == nullptr) return false;
-    const size_t n = static_cast<const char*>(nul) - p_;
-    *s = absl::string_view(p_, n);
-    Skip(n + 1);
-    return true;
-  }
-
-  bool Bytes(size_t n, absl::string_view* s) {
-    if (left_ < n) return false;
-    *s = absl::string_view(p_, n);
-    Skip(n);
-    return true;
-  }
-
- private:
-  template <typename T>
-  bool Int(T* v) {
-    if (left_ < sizeof(T)) return false;
-    T x = 0;
-    for (size_t i = 0; i < sizeof(T); ++i) {
-      x = static_cast<T>((x << 8) | static_cast<uint8_t>(p_[i]));
-    }
-    *v = x;
-    Skip(sizeof(T));
-    return true;
-  }
-  void Skip(size_t n) {
-    p_ += n;
-    left_ -= n;
-  }
-
-  const char* p_;
-  size_t left_;
-};
 
 struct RelationColumn {
   std::string name;
