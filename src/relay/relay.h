@@ -116,6 +116,7 @@ class Relay {
   absl::Status MaybeSendStatus(bool force);
   void MaybeLogProgress();
   absl::Status Shutdown(absl::Status result);
+  bool ReportFailed() const;  // a delivery report came back failed
   bool Backpressured() const;
   void WaitForWork(int64_t timeout_us, bool want_stream);
   void PruneTxnTimes();  // drops txn_times_ entries the watermark passed
@@ -150,6 +151,7 @@ class Relay {
   int64_t last_progress_us_ = 0;
   int64_t last_progress_events_ = 0;
   std::atomic<bool> stopping_{false};
+  const std::atomic<bool>* stop_ = nullptr;  // Run()'s, for nested waits
 
   RelayMetrics* metrics_;
   // Metrics only: the commit time of each unconfirmed transaction that has
