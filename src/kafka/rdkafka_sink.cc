@@ -240,11 +240,12 @@ void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
       // The producer let it through, so the limit that refused it is the
       // broker's: the topic's max.message.bytes.
       report.status = absl::InvalidArgumentError(absl::StrCat(
-          rd_kafka_err2str(msg->err), ": the broker refused ",
+          rd_kafka_err2str(msg->err),
+          ": the broker refused this record's batch (record: ",
           RecordBytes(msg->key_len, msg->len, headers_size),
-          " (the topic's max.message.bytes, by default the broker's "
-          "message.max.bytes, is smaller than the producer's "
-          "message.max.bytes, ",
+          ") as over the topic's max.message.bytes (by default the broker's "
+          "message.max.bytes), which is below the producer's "
+          "message.max.bytes (",
           message_max_bytes_, ")"));
     }
   }
