@@ -41,8 +41,8 @@ class EventSink {
   // InvalidArgument is about the record itself (e.g. too large): a poison
   // row. Unavailable is transient (e.g. the topic is unknown while the
   // broker restarts): retry later. Internal: the sink is broken (health()
-  // is not OK); once it is, every Produce() fails so, never returning OK
-  // for a record no report will come for.
+  // is not OK; see there what it means); once it is, every Produce() fails
+  // so, never returning OK for a record no report will come for.
   virtual absl::Status Produce(const Record& record, uint64_t ticket) = 0;
 
   // Serves delivery reports for up to timeout_ms. Returns how many.
@@ -59,8 +59,12 @@ class EventSink {
   // still be written; only their acknowledgements are lost.
   virtual void Purge() = 0;
 
-  // Not OK once the sink can no longer deliver anything (e.g. a fatal
-  // idempotence error): the owner must rebuild it.
+  // Not OK once the sink can no longer deliver anything: Internal (e.g. a
+  // fatal idempotence error) means the owner must rebuild it;
+  // InvalidArgument means a record was refused permanently and the sink
+  // stopped so that nothing after it is delivered: a rebuilt sink would be
+  // refused it again, so it is a poison row (its own report, if served,
+  // names it).
   virtual absl::Status health() const = 0;
 
   // Records produced and not yet reported.

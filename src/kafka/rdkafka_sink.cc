@@ -172,8 +172,10 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
   if (e == RD_KAFKA_RESP_ERR__FATAL) {
     // The error callback may not have run yet: ask librdkafka, never report
     // success for a record that will get no report.
+    // Internal whatever the cause: this record is not the one refused.
     absl::Status h = health();
-    return h.ok() ? absl::InternalError("fatal Kafka producer error") : h;
+    return absl::InternalError(h.ok() ? "fatal Kafka producer error"
+                                      : h.message());
   }
   if (e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
     // Refused locally, before any broker saw it.
@@ -306,6 +308,14 @@ absl::Status RdKafkaSink::health() const {
   // which runs only when reports are served.
   char reason[512];
   rd_kafka_resp_err_t e = rd_kafka_fatal_error(rk_, reason, sizeof(reason));
+  if (e == RD_KAFKA_RESP_ERR__GAPLESS_GUARANTEE) {
+    // enable.gapless.guarantee turned a permanent refusal of a record into
+    // this: a new producer would be refused the same record.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Kafka refused a record permanently and the producer stopped before "
+        "sending anything after it (enable.gapless.guarantee): ",
+        reason));
+  }
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::InternalError(absl::StrCat(
         "fatal Kafka producer error: ", rd_kafka_err2name(e), ": ", reason));
@@ -313,11 +323,12 @@ absl::Status RdKafkaSink::health() const {
   return absl::OkStatus();
 }
 
-absl::Status RdKafkaSink::InjectFatalErrorForTesting(absl::string_view reason) {
+absl::Status RdKafkaSink::InjectFatalErrorForTesting(int rd_kafka_resp_err,
+                                                     absl::string_view reason) {
   std::string r(reason);
-  if (rd_kafka_test_fatal_error(rk_,
-                                RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                r.c_str()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (rd_kafka_test_fatal_error(
+          rk_, static_cast<rd_kafka_resp_err_t>(rd_kafka_resp_err),
+          r.c_str()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::InternalError("rd_kafka_test_fatal_error failed");
   }
   return absl::OkStatus();

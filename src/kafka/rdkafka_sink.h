@@ -6,7 +6,10 @@
 // same partition whoever produces it), message.timeout.ms=0 (retry for ever:
 // a Kafka outage stalls the relay, it never fails events), message.max.bytes
 // 1048576 (the Java producer's max.request.size, where librdkafka's own
-// default is 1000000). Which user properties are refused as unsafe is
+// default is 1000000). With enable.gapless.guarantee=true (which outbox-relay
+// sets under on_invalid: halt) a record the broker refuses permanently stops
+// the producer before it sends anything after it; health() then says
+// InvalidArgument. Which user properties are refused as unsafe is
 // decided at configuration load (config/kafka_safety.h), not here.
 //
 // Threading: one thread calls everything; the delivery handler runs inside
@@ -56,9 +59,10 @@ class RdKafkaSink : public EventSink {
 
   void Purge() override;
 
-  // Raises a fatal producer error, as a broker sequence error would
-  // (rd_kafka_test_fatal_error). Tests only.
-  absl::Status InjectFatalErrorForTesting(absl::string_view reason);
+  // Raises a fatal producer error with that librdkafka error code, as the
+  // broker thread would (rd_kafka_test_fatal_error). Tests only.
+  absl::Status InjectFatalErrorForTesting(int rd_kafka_resp_err,
+                                          absl::string_view reason);
 
   // True for delivery errors that are about the record itself (too large,
   // bad topic, not authorized), which no retry can fix: poison rows.

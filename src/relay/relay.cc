@@ -25,6 +25,9 @@ constexpr absl::string_view kStopWhileQueueFull =
 
 // Shutdown() flushes in slices this long, to stop at a failed report.
 constexpr int kShutdownFlushSliceMs = 100;
+// How many slices Shutdown() waits for the report of a record whose refusal
+// stopped the producer (it is enqueued right after the stop).
+constexpr int kRefusalReportPolls = 20;
 
 // A dead letter that could not be produced: a refusal of the dead letter
 // itself halts (the row is neither published nor dead-lettered), anything
@@ -443,6 +446,21 @@ absl::Status Relay::Shutdown(absl::Status result) {
   }
   bool stream_alive = !absl::IsUnavailable(result) ||
                       !delivery_error_.ok();  // a delivery error: stream ok
+  if (absl::Status h = sink_->health(); absl::IsInvalidArgument(h)) {
+    // The producer stopped at a record Kafka refused (gap-less guarantee):
+    // a poison row, whatever ended the loop. Its own report, served now,
+    // names the event; the producer's message names only its partition.
+    for (int i = 0; i < kRefusalReportPolls && sink_->outstanding() > 0 &&
+                    !absl::IsInvalidArgument(delivery_error_);
+         ++i) {
+      sink_->Poll(kShutdownFlushSliceMs);
+    }
+    if (absl::IsInvalidArgument(delivery_error_) && !absl::IsDataLoss(result)) {
+      result = delivery_error_;
+    } else if (!absl::IsInvalidArgument(result) && !absl::IsDataLoss(result)) {
+      result = h;
+    }
+  }
   // Let Kafka finish what it has so the final position covers it (after a
   // fatal producer error nothing more will be reported), in slices, to stop
   // at the first failed report.

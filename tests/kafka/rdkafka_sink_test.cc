@@ -3,6 +3,8 @@
 // queue). Delivery against a real broker is in tests/integration.
 #include "kafka/rdkafka_sink.h"
 
+#include <librdkafka/rdkafka.h>
+
 #include <string>
 
 #include "gmock/gmock.h"
@@ -68,7 +70,10 @@ TEST_F(RdKafkaSinkTest, AfterAFatalErrorProduceFailsAtOnce) {
   auto sink = Make();
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(sink->Produce(WithValue("before"), 1).ok());
-  ASSERT_TRUE(sink->InjectFatalErrorForTesting("test: sequence desync").ok());
+  ASSERT_TRUE(sink->InjectFatalErrorForTesting(
+                      RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                      "test: sequence desync")
+                  .ok());
   // No Poll() yet, so the error callback has not run: Produce must still
   // refuse, never accept a record no report will come for.
   absl::Status s = sink->Produce(WithValue("after"), 2);
@@ -82,6 +87,20 @@ TEST_F(RdKafkaSinkTest, AfterAFatalErrorProduceFailsAtOnce) {
   EXPECT_EQ(sink->outstanding(), 0);
   ASSERT_EQ(reports_.size(), 1u);
   EXPECT_FALSE(reports_[0].ok());
+}
+
+TEST_F(RdKafkaSinkTest, GaplessStopIsAPermanentRefusalNotABrokenSink) {
+  auto sink = Make({{"enable.gapless.guarantee", "true"}});
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->InjectFatalErrorForTesting(
+                      RD_KAFKA_RESP_ERR__GAPLESS_GUARANTEE,
+                      "ProduceRequest failed: Broker: Message size too large")
+                  .ok());
+  absl::Status h = sink->health();
+  EXPECT_TRUE(absl::IsInvalidArgument(h)) << h;
+  EXPECT_THAT(h.message(), HasSubstr("Message size too large"));
+  // Not a poison row itself: Produce says the sink is broken.
+  EXPECT_TRUE(absl::IsInternal(sink->Produce(WithValue("v"), 1)));
 }
 
 TEST_F(RdKafkaSinkTest, PurgeReportsEveryQueuedRecordAsFailed) {

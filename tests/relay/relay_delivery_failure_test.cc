@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "relay/relay_fixture.h"
+#include "relay/supervisor.h"
 
 namespace outbox::testing {
 namespace {
@@ -53,6 +54,60 @@ TEST_F(RelayTest, FailedDeadLetterHaltsWithoutDeliveringWhatFollows) {
   EXPECT_EQ(flushes_, 0);
   EXPECT_EQ(sink_.purges(), 1);
   EXPECT_EQ(delivered_.count(b[0]), 0u);
+  EXPECT_LE(stream_.last_flushed(), script_.commit_of(a[0]));
+}
+
+TEST(RelayKafkaOptionsTest, HaltStopsTheProducerAtARefusedRecord) {
+  Config config;
+  EXPECT_EQ(RelayKafkaOptions(config).properties.at("enable.gapless.guarantee"),
+            "true");
+  config.kafka.properties["enable.gapless.guarantee"] = "false";
+  EXPECT_EQ(RelayKafkaOptions(config).properties.at("enable.gapless.guarantee"),
+            "false");  // the user's choice stands
+  config.kafka.properties.erase("enable.gapless.guarantee");
+  config.outbox.on_invalid = OnInvalid::kDeadLetter;
+  EXPECT_EQ(
+      RelayKafkaOptions(config).properties.count("enable.gapless.guarantee"),
+      0u);
+}
+
+// The sink stops at a refused record (enable.gapless.guarantee) before the
+// record's own report is served: the relay halts naming that event, and
+// delivers nothing that was queued behind it.
+TEST_F(RelayTest, ProducerStoppedAtARefusedRecordHaltsNamingIt) {
+  auto a = script_.Txn(1);
+  auto b = script_.Txn(2);
+  auto c = script_.Txn(1);
+  bool stopped = false;
+  absl::Status s = Run([&] {
+    if (!stopped && sink_.produced().size() == 4) {
+      Deliver(0);
+      sink_.set_health(absl::InvalidArgumentError(
+          "Kafka refused a record permanently and the producer stopped"));
+      stopped = true;
+    } else if (stopped) {
+      Deliver(1, absl::InvalidArgumentError("Broker: Message size too large"));
+    }
+  });
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(b[0]));
+  EXPECT_THAT(s.message(), HasSubstr("too large"));
+  EXPECT_EQ(flushes_, 0);
+  EXPECT_EQ(delivered_.count(b[1]), 0u);
+  EXPECT_EQ(delivered_.count(c[0]), 0u);
+  EXPECT_EQ(stream_.last_flushed(), script_.commit_of(a[0]) + 0x30);
+}
+
+TEST_F(RelayTest, ProducerStoppedAtARefusedRecordHaltsEvenWithoutItsReport) {
+  auto a = script_.Txn(1);
+  absl::Status s = Run([&] {
+    if (!sink_.produced().empty()) {
+      sink_.set_health(absl::InvalidArgumentError(
+          "Kafka refused a record permanently and the producer stopped"));
+    }
+  });
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("refused"));
   EXPECT_LE(stream_.last_flushed(), script_.commit_of(a[0]));
 }
 
