@@ -493,8 +493,8 @@ absl::Status Relay::Shutdown(absl::Status result) {
   // record's key) wait in the producer. Delivering them would put them ahead
   // of the failed one, which is either never published (halt) or published
   // only after the restart: drop them instead; they are read again from the
-  // slot. Records already sent to the broker may still land (README,
-  // "Per-key order").
+  // slot. (Requests already sent are not recalled; README, "Per-key order",
+  // says why they cannot land under halt, and when they can.)
   if (ReportFailed()) {
     if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
     sink_->Purge();

@@ -20,13 +20,17 @@
 // a few gauge stores and the flush of the buffered counters.
 //
 // Run() returns:
-//   OK                  stop was requested; everything deliverable was
-//                       flushed and the final position sent
+//   OK                  stop was requested (also while the producer's queue
+//                       was full); everything deliverable was flushed and
+//                       the final position sent
+// After a failed delivery report the producer is purged, not flushed, so
+// nothing queued behind the failed record is delivered ahead of it.
 //   Unavailable         the connection dropped or a delivery failed for a
 //                       transient reason: reconnect from the slot
 //   Internal            the producer hit a fatal error: rebuild it
 //   DataLoss            a record the decoder cannot read (LSN in message)
-//   InvalidArgument     a poison row under on_invalid=halt (event id, LSN)
+//   InvalidArgument     a poison row under on_invalid=halt (event id, LSN),
+//                       Kafka's refusal of a record included
 #ifndef OUTBOX_RELAY_RELAY_H_
 #define OUTBOX_RELAY_RELAY_H_
 
