@@ -40,7 +40,9 @@ class EventSink {
   // means the local queue is full: back off (serve Poll) and retry.
   // InvalidArgument is about the record itself (e.g. too large): a poison
   // row. Unavailable is transient (e.g. the topic is unknown while the
-  // broker restarts): retry later. Internal: the sink is broken.
+  // broker restarts): retry later. Internal: the sink is broken (health()
+  // is not OK; see there what it means); once it is, every Produce() fails
+  // so, never returning OK for a record no report will come for.
   virtual absl::Status Produce(const Record& record, uint64_t ticket) = 0;
 
   // Serves delivery reports for up to timeout_ms. Returns how many.
@@ -50,8 +52,19 @@ class EventSink {
   // DeadlineExceeded if some are still outstanding.
   virtual absl::Status Flush(int timeout_ms) = 0;
 
-  // Not OK once the sink can no longer deliver anything (e.g. a fatal
-  // idempotence error): the owner must rebuild it.
+  // Drops every record not yet delivered instead of waiting for it, so
+  // nothing produced after a failed record can still overtake it. Each
+  // dropped record gets its report, with a non-OK status, from this call
+  // or from the next Poll()/Flush(). Records already sent to the broker may
+  // still be written; only their acknowledgements are lost.
+  virtual void Purge() = 0;
+
+  // Not OK once the sink can no longer deliver anything: Internal (e.g. a
+  // fatal idempotence error) means the owner must rebuild it;
+  // InvalidArgument means a record was refused permanently and the sink
+  // stopped so that nothing after it is delivered: a rebuilt sink would be
+  // refused it again, so it is a poison row (its own report, if served,
+  // names it).
   virtual absl::Status health() const = 0;
 
   // Records produced and not yet reported.

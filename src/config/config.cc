@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "config/command_line.h"
 #include "config/config_keys.h"
+#include "config/kafka_safety.h"
 #include "config/redact.h"
 #include "outbox/status_macros.h"
 #include "yaml-cpp/yaml.h"
@@ -375,6 +376,17 @@ absl::Status Validate(const Config& c) {
     if (c.kafka.properties.count(std::string(p)) > 0) {
       return Invalid(absl::StrCat("kafka.properties.", p),
                      "use kafka.brokers instead");
+    }
+  }
+  if (!c.kafka.allow_unsafe) {
+    std::vector<UnsafeKafkaProperty> unsafe =
+        UnsafeKafkaProperties(c.kafka.properties);
+    if (!unsafe.empty()) {
+      const UnsafeKafkaProperty& u = unsafe.front();
+      return Invalid(absl::StrCat("kafka.properties.", u.name),
+                     absl::StrCat("\"", u.value, "\" ", u.reason,
+                                  "; remove it, or set kafka.allow_unsafe: "
+                                  "true to accept the risk"));
     }
   }
   if (!c.http.listen.empty()) {

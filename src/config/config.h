@@ -92,6 +92,10 @@ struct KafkaConfig {
   };
   int64_t flush_timeout_ms = 30000;
   bool send_when_idle = true;
+  // Accept properties that weaken the delivery guarantees
+  // (config/kafka_safety.h), logging each as a warning, instead of refusing
+  // the configuration.
+  bool allow_unsafe = false;
 };
 
 struct LimitsConfig {

@@ -148,6 +148,11 @@ std::vector<ConfigKey> BuildKeys() {
              "low rates, linger.ms batching under load"));
   add(Global("kafka.flush_timeout_ms", G(kafka.flush_timeout_ms),
              "how long shutdown waits for outstanding deliveries"));
+  add(Global("kafka.allow_unsafe", G(kafka.allow_unsafe),
+             "accept kafka.properties that weaken the delivery guarantees "
+             "(acks below all, enable.idempotence=false, max.in.flight above "
+             "5, a finite message.timeout.ms or retries, ...), each logged as "
+             "a warning; false refuses them at start"));
   // limits
   add(Global("limits.max_inflight_events", G(limits.max_inflight_events),
              "events handed to Kafka but not yet acknowledged before reading "

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "config/kafka_safety.h"
 
 namespace outbox {
 namespace {
@@ -47,6 +48,14 @@ DaemonStart StartDaemon(const char* program, const char* version, int argc,
   }
   SetLogFormat(config->log.format == LogFormat::kJson);
   SetLogSeverity(static_cast<Severity>(static_cast<int>(config->log.level)));
+  if (config->kafka.allow_unsafe) {
+    for (const UnsafeKafkaProperty& u :
+         UnsafeKafkaProperties(config->kafka.properties)) {
+      Log(Severity::kWarn,
+          "unsafe Kafka property accepted (kafka.allow_unsafe: true)",
+          {{"property", u.name}, {"value", u.value}, {"risk", u.reason}});
+    }
+  }
   g_stop = stop;
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace outbox {
@@ -28,6 +29,12 @@ struct RdKafkaCallbacks {
 
 namespace {
 
+// "N bytes (key K + value V + headers H)" for size messages.
+std::string RecordBytes(size_t key, size_t value, size_t headers) {
+  return absl::StrCat(key + value + headers, " bytes (key ", key, " + value ",
+                      value, " + headers ", headers, ")");
+}
+
 bool IsSecret(absl::string_view key) {
   return absl::StrContains(key, "password") ||
          absl::StrContains(key, "secret") ||
@@ -45,6 +52,9 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
       {"acks", "all"},
       {"partitioner", "murmur2_random"},
       {"message.timeout.ms", "0"},
+      // The Java producer's max.request.size (librdkafka's default is
+      // 1000000): a payload Debezium publishes is published here too.
+      {"message.max.bytes", absl::StrCat(kDefaultMessageMaxBytes)},
       {"linger.ms", "20"},
       {"batch.num.messages", "10000"},
       {"queue.buffering.max.messages", "1000000"},
@@ -78,6 +88,12 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
         absl::StrCat("cannot create the Kafka producer: ", err));
   }
   sink->rk_ = rk;
+  char value[32];
+  size_t size = sizeof(value);
+  if (rd_kafka_conf_get(rd_kafka_conf(rk), "message.max.bytes", value, &size) ==
+      RD_KAFKA_CONF_OK) {
+    absl::SimpleAtoi(value, &sink->message_max_bytes_);
+  }
   if (pipe2(sink->wake_, O_NONBLOCK | O_CLOEXEC) != 0) {
     return absl::InternalError("pipe2 failed");
   }
@@ -124,9 +140,11 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
                      rd_kafka_err2str(rd_kafka_last_error())));
   }
   rd_kafka_headers_t* headers = nullptr;
+  size_t headers_size = 0;
   if (!record.headers.empty()) {
     headers = rd_kafka_headers_new(record.headers.size());
     for (const Header& h : record.headers) {
+      headers_size += h.name.size() + (h.is_null ? 0 : h.value.size());
       rd_kafka_header_add(headers, h.name.data(),
                           static_cast<ssize_t>(h.name.size()),
                           h.is_null ? nullptr : h.value.data(),
@@ -151,7 +169,23 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
   if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
     return absl::ResourceExhaustedError("kafka producer queue full");
   }
-  if (e == RD_KAFKA_RESP_ERR__FATAL) return health();
+  if (e == RD_KAFKA_RESP_ERR__FATAL) {
+    // The error callback may not have run yet: ask librdkafka, never report
+    // success for a record that will get no report.
+    // Internal whatever the cause: this record is not the one refused.
+    absl::Status h = health();
+    return absl::InternalError(h.ok() ? "fatal Kafka producer error"
+                                      : h.message());
+  }
+  if (e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+    // Refused locally, before any broker saw it.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "record for topic ", record.topic, " too large: ",
+        RecordBytes(record.key.size(), record.value.size(), headers_size),
+        " exceed the producer's message.max.bytes (", message_max_bytes_,
+        "); raise kafka.properties.message.max.bytes if the topic's "
+        "max.message.bytes allows it"));
+  }
   std::string what = absl::StrCat("kafka rejected the record for topic ",
                                   record.topic, ": ", rd_kafka_err2str(e));
   // Only errors about the record itself are poison; anything else (an
@@ -186,6 +220,7 @@ void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
                         ? absl::InvalidArgumentError(rd_kafka_err2str(msg->err))
                         : absl::UnavailableError(rd_kafka_err2str(msg->err));
     rd_kafka_headers_t* hdrs = nullptr;
+    size_t headers_size = 0;
     if (rd_kafka_message_headers(msg, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
       const char* name;
       const void* val;
@@ -197,20 +232,33 @@ void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
         h.name = name;
         h.is_null = val == nullptr;
         if (val) h.value = {static_cast<const char*>(val), size};
+        headers_size += h.name.size() + size;
         if (h.name == "id") r.event_id = h.value;
         r.headers.push_back(std::move(h));
       }
+    }
+    if (msg->err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+        msg->err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE) {
+      // The producer let it through, so the limit that refused it is the
+      // broker's: the topic's max.message.bytes.
+      report.status = absl::InvalidArgumentError(absl::StrCat(
+          rd_kafka_err2str(msg->err),
+          ": the broker refused this record's batch (record: ",
+          RecordBytes(msg->key_len, msg->len, headers_size),
+          ") as over the topic's max.message.bytes (by default the broker's "
+          "message.max.bytes), which is below the producer's "
+          "message.max.bytes (",
+          message_max_bytes_, ")"));
     }
   }
   handler_(report);
 }
 
-void RdKafkaSink::HandleError(int err, const char* reason) {
-  if (err == RD_KAFKA_RESP_ERR__FATAL) {
-    char buf[512];
-    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk_, buf, sizeof(buf));
-    fatal_ = absl::StrCat(rd_kafka_err2name(orig), ": ", buf);
-  }
+void RdKafkaSink::HandleError(int, const char*) {
+  // Transient errors (a broker down, ...) are retried inside librdkafka and
+  // show as the relay's stall; a fatal one is read by health(), which asks
+  // librdkafka directly. Having this callback keeps librdkafka from logging
+  // every transient error itself.
 }
 
 // Unknown topic is deliberately not here: during a broker outage or while a
@@ -256,9 +304,32 @@ void RdKafkaSink::Purge() {
 }
 
 absl::Status RdKafkaSink::health() const {
-  if (!fatal_.empty()) {
-    return absl::InternalError(
-        absl::StrCat("fatal Kafka producer error: ", fatal_));
+  // Asked of librdkafka rather than remembered from the error callback,
+  // which runs only when reports are served.
+  char reason[512];
+  rd_kafka_resp_err_t e = rd_kafka_fatal_error(rk_, reason, sizeof(reason));
+  if (e == RD_KAFKA_RESP_ERR__GAPLESS_GUARANTEE) {
+    // enable.gapless.guarantee turned a permanent refusal of a record into
+    // this: a new producer would be refused the same record.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Kafka refused a record permanently and the producer stopped before "
+        "sending anything after it (enable.gapless.guarantee): ",
+        reason));
+  }
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::InternalError(absl::StrCat(
+        "fatal Kafka producer error: ", rd_kafka_err2name(e), ": ", reason));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RdKafkaSink::InjectFatalErrorForTesting(int rd_kafka_resp_err,
+                                                     absl::string_view reason) {
+  std::string r(reason);
+  if (rd_kafka_test_fatal_error(
+          rk_, static_cast<rd_kafka_resp_err_t>(rd_kafka_resp_err),
+          r.c_str()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::InternalError("rd_kafka_test_fatal_error failed");
   }
   return absl::OkStatus();
 }

@@ -4,7 +4,13 @@
 // enable.idempotence=true (acks=all, ordered retries), partitioner
 // murmur2_random (the Java client's key hashing, so an aggregate lands on the
 // same partition whoever produces it), message.timeout.ms=0 (retry for ever:
-// a Kafka outage stalls the relay, it never fails events).
+// a Kafka outage stalls the relay, it never fails events), message.max.bytes
+// 1048576 (the Java producer's max.request.size, where librdkafka's own
+// default is 1000000). With enable.gapless.guarantee=true (which outbox-relay
+// sets under on_invalid: halt) a record the broker refuses permanently stops
+// the producer before it sends anything after it; health() then says
+// InvalidArgument. Which user properties are refused as unsafe is
+// decided at configuration load (config/kafka_safety.h), not here.
 //
 // Threading: one thread calls everything; the delivery handler runs inside
 // Poll() and Flush() on that thread. The only file that includes rdkafka.h
@@ -25,6 +31,10 @@ struct rd_kafka_message_s;
 struct rd_kafka_topic_s;
 
 namespace outbox {
+
+// The producer's default message.max.bytes: the Java producer's default
+// max.request.size.
+inline constexpr int64_t kDefaultMessageMaxBytes = 1048576;
 
 struct KafkaOptions {
   std::string brokers;
@@ -47,9 +57,12 @@ class RdKafkaSink : public EventSink {
   int64_t outstanding() const override { return outstanding_; }
   int wake_fd() const override { return wake_[0]; }
 
-  // Drops everything queued without waiting (reports arrive as failures
-  // with a purge error). For shutdown after a failed flush.
-  void Purge();
+  void Purge() override;
+
+  // Raises a fatal producer error with that librdkafka error code, as the
+  // broker thread would (rd_kafka_test_fatal_error). Tests only.
+  absl::Status InjectFatalErrorForTesting(int rd_kafka_resp_err,
+                                          absl::string_view reason);
 
   // True for delivery errors that are about the record itself (too large,
   // bad topic, not authorized), which no retry can fix: poison rows.
@@ -76,7 +89,7 @@ class RdKafkaSink : public EventSink {
   DeliveryHandler handler_;
   int64_t outstanding_ = 0;
   int wake_[2] = {-1, -1};
-  std::string fatal_;  // set by the error callback on a fatal error
+  int64_t message_max_bytes_ = 0;  // the producer's, for size errors
   std::map<std::string, std::string> effective_;
 };
 

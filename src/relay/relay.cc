@@ -19,6 +19,28 @@ constexpr int kCoalesceAfter = 16;
 // The timeout of an idle flush (RelayOptions::send_when_idle).
 constexpr int kIdleFlushMs = 1;
 constexpr int64_t kEagerStatusUs = 100'000;  // status soon after progress
+// ProduceTracked()'s answer to a stop requested while the queue was full.
+constexpr absl::string_view kStopWhileQueueFull =
+    "stop requested while the Kafka producer queue was full";
+
+// Shutdown() flushes in slices this long, to stop at a failed report.
+constexpr int kShutdownFlushSliceMs = 100;
+// How many slices Shutdown() waits for the report of a record whose refusal
+// stopped the producer (it is enqueued right after the stop).
+constexpr int kRefusalReportPolls = 20;
+
+// A dead letter that could not be produced: a refusal of the dead letter
+// itself halts (the row is neither published nor dead-lettered), anything
+// else (a full queue given up on a stop, an unknown dead-letter topic while
+// the broker restarts, a fatal producer error) keeps its code, so the
+// session restarts and the row is read again from the slot.
+absl::Status DeadLetterError(const absl::Status& s, absl::string_view what) {
+  std::string message =
+      absl::StrCat("cannot dead-letter ", what, ": ", s.message());
+  if (absl::IsInvalidArgument(s)) return absl::InvalidArgumentError(message);
+  if (absl::IsCancelled(s)) return s;  // stop or failed delivery: as is
+  return absl::Status(s.code(), message);
+}
 
 std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
 
@@ -48,6 +70,7 @@ bool Relay::Backpressured() const {
 }
 
 absl::Status Relay::Run(const std::atomic<bool>& stop) {
+  stop_ = &stop;
   RETURN_IF_ERROR(stream_->Start(tracker_.confirmed()));
   if (metrics_ != nullptr) metrics_->SetStreaming(true);
   last_status_us_ = clock_->NowMicros();
@@ -203,6 +226,11 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
       return absl::CancelledError("stopping after a failed delivery");
     }
     RETURN_IF_ERROR(sink_->health());
+    // A queue that stays full (Kafka down) must not keep SIGTERM waiting:
+    // Shutdown() turns this into an ordinary stop.
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+      return absl::CancelledError(kStopWhileQueueFull);
+    }
   }
 }
 
@@ -230,8 +258,7 @@ absl::Status Relay::Poison(const absl::Status& why, uint64_t ticket,
   absl::Status s = ProduceTracked(dead, ticket);
   if (!s.ok()) {
     tracker_.Failed(ticket).IgnoreError();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot dead-letter invalid outbox row ", what, ": ", s.message()));
+    return DeadLetterError(s, absl::StrCat("invalid outbox row ", what));
   }
   return absl::OkStatus();
 }
@@ -301,8 +328,7 @@ absl::Status Relay::DeadLetterFailedDeliveries() {
     absl::Status s = ProduceTracked(dead, f.ticket);
     if (!s.ok()) {
       tracker_.Failed(f.ticket).IgnoreError();
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot dead-letter event ", f.event_id, ": ", s.message()));
+      return DeadLetterError(s, absl::StrCat("event ", f.event_id));
     }
   }
   return absl::OkStatus();
@@ -407,20 +433,52 @@ void Relay::WaitForWork(int64_t timeout_us, bool want_stream) {
   ppoll(fds, n, &timeout, nullptr);
 }
 
+bool Relay::ReportFailed() const {
+  // delivery_error_ is set by the first failed report (its permanent or
+  // transient error), or Internal by a report the tracker cannot place.
+  return !delivery_error_.ok() && !absl::IsInternal(delivery_error_);
+}
+
 absl::Status Relay::Shutdown(absl::Status result) {
   if (metrics_ != nullptr) metrics_->SetStreaming(false);
+  if (absl::IsCancelled(result) && result.message() == kStopWhileQueueFull) {
+    result = absl::OkStatus();  // SIGTERM while the producer queue was full
+  }
   bool stream_alive = !absl::IsUnavailable(result) ||
                       !delivery_error_.ok();  // a delivery error: stream ok
-  // Let Kafka finish what it has so the final position covers it. After a
-  // fatal producer error nothing more will be reported.
-  if (sink_->health().ok()) {
+  if (absl::Status h = sink_->health(); absl::IsInvalidArgument(h)) {
+    // The producer stopped at a record Kafka refused (gap-less guarantee):
+    // a poison row, whatever ended the loop. Its own report, served now,
+    // names the event; the producer's message names only its partition.
+    for (int i = 0; i < kRefusalReportPolls && sink_->outstanding() > 0 &&
+                    !absl::IsInvalidArgument(delivery_error_);
+         ++i) {
+      sink_->Poll(kShutdownFlushSliceMs);
+    }
+    if (absl::IsInvalidArgument(delivery_error_) && !absl::IsDataLoss(result)) {
+      result = delivery_error_;
+    } else if (!absl::IsInvalidArgument(result) && !absl::IsDataLoss(result)) {
+      result = h;
+    }
+  }
+  // Let Kafka finish what it has so the final position covers it (after a
+  // fatal producer error nothing more will be reported), in slices, to stop
+  // at the first failed report.
+  if (!ReportFailed() && sink_->health().ok()) {
     int timeout = result.ok() || absl::IsInvalidArgument(result) ||
                           absl::IsDataLoss(result)
                       ? options_.flush_timeout_ms
                       : std::min(options_.flush_timeout_ms, 5000);
     if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
-    absl::Status f = sink_->Flush(timeout);
-    if (!f.ok()) {
+    absl::Status f = absl::OkStatus();
+    for (int waited = 0; !ReportFailed(); waited += kShutdownFlushSliceMs) {
+      f = sink_->Flush(std::min(kShutdownFlushSliceMs, timeout - waited));
+      if (!absl::IsDeadlineExceeded(f) ||
+          waited + kShutdownFlushSliceMs >= timeout) {
+        break;
+      }
+    }
+    if (!f.ok() && !ReportFailed()) {
       Log(Severity::kWarn, "shutting down with undelivered events",
           {{"error", std::string(f.message())}});
     }
@@ -430,6 +488,17 @@ absl::Status Relay::Shutdown(absl::Status result) {
         sink_->Flush(options_.flush_timeout_ms).IgnoreError();
       }
     }
+  }
+  // After a failed report, later records (some perhaps of the failed
+  // record's key) wait in the producer. Delivering them would put them ahead
+  // of the failed one, which is either never published (halt) or published
+  // only after the restart: drop them instead; they are read again from the
+  // slot. (Requests already sent are not recalled; README, "Per-key order",
+  // says why they cannot land under halt, and when they can.)
+  if (ReportFailed()) {
+    if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
+    sink_->Purge();
+    if (result.ok()) result = delivery_error_;  // failed in the final flush
   }
   if (stream_alive) {
     absl::Status s = MaybeSendStatus(/*force=*/true);

@@ -20,13 +20,17 @@
 // a few gauge stores and the flush of the buffered counters.
 //
 // Run() returns:
-//   OK                  stop was requested; everything deliverable was
-//                       flushed and the final position sent
+//   OK                  stop was requested (also while the producer's queue
+//                       was full); everything deliverable was flushed and
+//                       the final position sent
+// After a failed delivery report the producer is purged, not flushed, so
+// nothing queued behind the failed record is delivered ahead of it.
 //   Unavailable         the connection dropped or a delivery failed for a
 //                       transient reason: reconnect from the slot
 //   Internal            the producer hit a fatal error: rebuild it
 //   DataLoss            a record the decoder cannot read (LSN in message)
-//   InvalidArgument     a poison row under on_invalid=halt (event id, LSN)
+//   InvalidArgument     a poison row under on_invalid=halt (event id, LSN),
+//                       Kafka's refusal of a record included
 #ifndef OUTBOX_RELAY_RELAY_H_
 #define OUTBOX_RELAY_RELAY_H_
 
@@ -116,6 +120,7 @@ class Relay {
   absl::Status MaybeSendStatus(bool force);
   void MaybeLogProgress();
   absl::Status Shutdown(absl::Status result);
+  bool ReportFailed() const;  // a delivery report came back failed
   bool Backpressured() const;
   void WaitForWork(int64_t timeout_us, bool want_stream);
   void PruneTxnTimes();  // drops txn_times_ entries the watermark passed
@@ -150,6 +155,7 @@ class Relay {
   int64_t last_progress_us_ = 0;
   int64_t last_progress_events_ = 0;
   std::atomic<bool> stopping_{false};
+  const std::atomic<bool>* stop_ = nullptr;  // Run()'s, for nested waits
 
   RelayMetrics* metrics_;
   // Metrics only: the commit time of each unconfirmed transaction that has

@@ -30,6 +30,23 @@ ReplicationOptions StreamOptions(const Config& config, const Router& router) {
   return o;
 }
 
+}  // namespace
+
+KafkaOptions RelayKafkaOptions(const Config& config) {
+  KafkaOptions kafka{config.kafka.brokers, config.kafka.properties};
+  // Under halt, a record the broker refuses must stop the producer before it
+  // sends anything queued behind it (librdkafka would otherwise bump its
+  // epoch and send the rest, some of the refused record's key, on its own
+  // before the relay can purge them). Not under dead_letter: there a refused
+  // record must fail alone, to be dead-lettered while the rest flows.
+  if (config.outbox.on_invalid == OnInvalid::kHalt) {
+    kafka.properties.emplace("enable.gapless.guarantee", "true");
+  }
+  return kafka;
+}
+
+namespace {
+
 RelayOptions PipelineOptions(const Config& config) {
   RelayOptions o;
   o.status_interval_ms = static_cast<int>(config.postgres.status_interval_ms);
@@ -156,7 +173,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     Log(Severity::kError, std::string(router.status().message()));
     return kExitUsage;
   }
-  KafkaOptions kafka{config.kafka.brokers, config.kafka.properties};
+  KafkaOptions kafka = RelayKafkaOptions(config);
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
   std::unique_ptr<SlotMonitorThread> slot_monitor;

@@ -20,6 +20,7 @@
 #include <chrono>
 
 #include "config/config.h"
+#include "kafka/rdkafka_sink.h"
 #include "relay/relay_metrics.h"
 
 namespace outbox {
@@ -34,6 +35,11 @@ enum ExitCode : int {
 };
 
 inline constexpr std::chrono::seconds kSlotMonitorInterval{10};
+
+// The producer's options for outbox-relay: config.kafka, plus
+// enable.gapless.guarantee=true under on_invalid: halt (unless set), so a
+// record the broker refuses stops the producer before anything after it.
+KafkaOptions RelayKafkaOptions(const Config& config);
 
 // `metrics` may be null (no metrics, no slot monitor).
 int RunRelay(const Config& config, const std::atomic<bool>& stop,

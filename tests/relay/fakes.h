@@ -105,6 +105,8 @@ class FakeSink : public EventSink {
     handler_ = std::move(handler);
   }
   absl::Status Produce(const Record& r, uint64_t ticket) override {
+    if (!health_.ok()) return health_;  // as the contract says
+    if (!produce_error.ok()) return produce_error;
     if (queue_limit >= 0 && outstanding() >= queue_limit) {
       return absl::ResourceExhaustedError("fake queue full");
     }
@@ -134,6 +136,13 @@ class FakeSink : public EventSink {
     if (on_flush) on_flush();
     return outstanding() == 0 ? absl::OkStatus()
                               : absl::DeadlineExceededError("fake flush");
+  }
+  // Fails every unreported record with a purge error, as RdKafkaSink does.
+  void Purge() override {
+    ++purges_;
+    for (size_t i = 0; i < produced_.size(); ++i) {
+      Report(i, absl::UnavailableError("fake: purged"));
+    }
   }
   absl::Status health() const override { return health_; }
   int64_t outstanding() const override {
@@ -169,10 +178,12 @@ class FakeSink : public EventSink {
 
   const std::vector<Produced>& produced() const { return produced_; }
   int polls() const { return polls_; }
+  int purges() const { return purges_; }
   void set_health(absl::Status s) { health_ = std::move(s); }
 
   int64_t queue_limit = -1;
   std::string reject_topic;
+  absl::Status produce_error;  // when set, Produce() returns it
   std::function<void()> on_poll;
   std::function<void()> on_flush;
   std::function<void()> on_flush_extra;  // runs first; for a test's own checks
@@ -181,6 +192,7 @@ class FakeSink : public EventSink {
   DeliveryHandler handler_;
   std::vector<Produced> produced_;
   int polls_ = 0;
+  int purges_ = 0;
   absl::Status health_;
 };
 

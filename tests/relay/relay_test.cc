@@ -218,11 +218,28 @@ TEST_F(RelayTest, UndecodableRecordStopsWithItsLsn) {
 }
 
 TEST_F(RelayTest, FatalProducerErrorEndsTheSession) {
-  script_.Txn(1);
-  sink_.set_health(absl::InternalError("fatal: out of order sequence"));
-  absl::Status s = Run(nullptr);
+  auto a = script_.Txn(1);
+  auto b = script_.Txn(2);
+  auto c = script_.Txn(1);
+  flush_delivers_ = false;
+  bool fatal = false;
+  absl::Status s = Run([&] {
+    if (fatal || sink_.produced().size() < 4) return;
+    // a and c are acknowledged, b's two events are in flight when the
+    // producer dies: no report will ever come for them.
+    Deliver(0);
+    Deliver(3);
+    sink_.set_health(absl::InternalError("fatal: out of order sequence"));
+    fatal = true;
+  });
+  ASSERT_TRUE(fatal);
   EXPECT_TRUE(absl::IsInternal(s)) << s;
-  EXPECT_EQ(stream_.last_flushed(), start_);
+  EXPECT_EQ(sink_.Unreported().size(), 2u);
+  // Confirmed up to a's end, and not past b, though c was delivered.
+  EXPECT_EQ(stats_.confirmed, script_.commit_of(a[0]) + 0x30);
+  EXPECT_EQ(stream_.last_flushed(), script_.commit_of(a[0]) + 0x30);
+  EXPECT_LE(stream_.last_flushed(), script_.commit_of(b[0]));
+  EXPECT_LT(stream_.last_flushed(), script_.commit_of(c[0]));
 }
 
 }  // namespace
