@@ -101,6 +101,7 @@ struct KafkaConfig {
 struct LimitsConfig {
   int64_t max_inflight_events = 10000;
   int64_t max_inflight_bytes = 4 << 20;
+  int64_t max_tracked_events = 100000;
 };
 
 struct HttpConfig {

@@ -163,6 +163,12 @@ std::vector<ConfigKey> BuildKeys() {
              "pauses (KiB/MiB/GiB suffixes allowed)")
           .Min(1)
           .Bytes());
+  add(Global("limits.max_tracked_events", G(limits.max_tracked_events),
+             "events read from the oldest one Kafka has not acknowledged on, "
+             "acknowledged ones behind it included, before reading pauses: "
+             "bounds memory when one event is stuck while later ones are "
+             "delivered")
+          .Min(1));
   // http
   add(Global("http.listen", G(http.listen),
              "host:port for /metrics and /healthz; empty disables"));

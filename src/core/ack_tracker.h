@@ -33,10 +33,14 @@
 // unknown or duplicate one: errors never change the state.
 //
 // Threading: not thread-safe; one thread (the relay's poll loop) calls
-// everything. Cost: O(1) amortized per call. Memory is proportional to the
-// records and transactions since the oldest undelivered record (adjacent
-// empty entries coalesce); the ring buffers keep their high-water capacity,
-// so the steady state does not allocate.
+// everything. Cost: O(1) amortized per call. Memory is proportional to
+// span(), the records from the oldest unreported one on: one ticket slot
+// each, and while not frozen at most 2 * span() + 2 entries (each entry
+// after the oldest unsettled one holds a ticket of the span or is a run of
+// empty entries coalesced behind one that does). It does not depend on how
+// many records were delivered behind a report that never comes, so an owner
+// that stops feeding at a span limit bounds it. The ring buffers keep their
+// high-water capacity, so the steady state does not allocate.
 #ifndef OUTBOX_CORE_ACK_TRACKER_H_
 #define OUTBOX_CORE_ACK_TRACKER_H_
 
@@ -97,6 +101,11 @@ class AckTracker {
   Lsn received() const { return received_; }
   // Records tracked and not yet reported.
   int64_t pending() const { return pending_; }
+  // Records from the oldest one not yet reported to the newest tracked,
+  // both included (0 when every record is reported): reported records
+  // behind an unreported one count, since they cannot be confirmed before
+  // it. pending() <= span(). O(1).
+  int64_t span() const { return static_cast<int64_t>(tickets_.size()); }
   // Queued entries, the open transaction included.
   size_t open_entries() const { return entries_.size(); }
   bool in_transaction() const { return open_; }

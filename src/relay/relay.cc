@@ -66,7 +66,8 @@ Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
 
 bool Relay::Backpressured() const {
   return stats_.inflight_events >= options_.max_inflight_events ||
-         stats_.inflight_bytes >= options_.max_inflight_bytes;
+         stats_.inflight_bytes >= options_.max_inflight_bytes ||
+         tracker_.span() >= options_.max_tracked_events;
 }
 
 absl::Status Relay::Run(const std::atomic<bool>& stop) {
@@ -87,7 +88,13 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
     bool more = false;
     int n = 0;
     stats_.backpressured = Backpressured();
-    while (!Backpressured()) {
+    for (;;) {
+      // Drop what the watermark passed first, so the commit-time index
+      // holds only unconfirmed transactions: no more than the tracked
+      // events (or the one open transaction), which Backpressured() bounds.
+      // One comparison when nothing goes.
+      PruneTxnTimes();
+      if (Backpressured()) break;
       absl::StatusOr<bool> got = stream_->Read(&msg);
       if (!got.ok()) return Shutdown(got.status());
       if (!*got) break;
@@ -382,6 +389,7 @@ void Relay::UpdateMetrics() {
   metrics_->SetPosition(std::max(stats_.received, last_sent_flush_),
                         last_sent_flush_, stats_.inflight_events,
                         stats_.inflight_bytes, LagSeconds());
+  metrics_->SetTrackedEvents(tracker_.span());
 }
 
 void Relay::PruneTxnTimes() {

@@ -9,9 +9,13 @@
 //
 // Invariant: the flush LSN sent to PostgreSQL never reaches past an event
 // whose Kafka delivery report has not come back successful (AckTracker).
-// Backpressure: when in-flight events or bytes reach their limits the loop
-// stops reading the stream but keeps serving the sink and sending status
-// updates, so memory stays bounded whatever the backlog or outage.
+// Backpressure: when in-flight events or bytes reach their limits, or the
+// tracked events do (from the oldest unacknowledged one on: a report that
+// never comes, say from a partition without a leader, while later events
+// are acknowledged), the loop stops reading the stream but keeps serving
+// the sink and sending status updates, so memory stays bounded whatever the
+// backlog, outage or stuck event. The session's memory is proportional to
+// the tracked events (footprint()).
 //
 // Metrics: with a RelayMetrics (optional; nullptr in most unit tests) the
 // loop also updates the Prometheus metrics and the health heartbeat on its
@@ -62,6 +66,12 @@ struct RelayOptions {
   int read_coalesce_us = 1000;
   int64_t max_inflight_events = 10000;
   int64_t max_inflight_bytes = 4 << 20;
+  // Events from the oldest unacknowledged one to the newest read
+  // (AckTracker::span()). Reaching it pauses reading like the in-flight
+  // limits; it bounds the tracker and the commit-time index when one event
+  // is stuck while later ones are delivered (the in-flight window alone
+  // counts only the unacknowledged ones).
+  int64_t max_tracked_events = 100000;
   bool dead_letter = false;  // on_invalid: false = halt
   std::string dead_letter_topic = "outbox.dead_letter";
   int flush_timeout_ms = 30000;
@@ -92,6 +102,16 @@ struct RelayStats {
   bool backpressured = false;
 };
 
+// What a session's memory is proportional to (Relay::footprint()). Reading
+// pauses once tracked_events reaches RelayOptions::max_tracked_events, which
+// bounds the other two: tracker_entries <= 2 * tracked_events + 2, and
+// commit_time_index <= max(tracked_events, 1) when the loop reads.
+struct RelayFootprint {
+  int64_t tracked_events = 0;    // AckTracker::span()
+  size_t tracker_entries = 0;    // AckTracker::open_entries()
+  size_t commit_time_index = 0;  // unconfirmed transactions with events
+};
+
 class RelayMetrics;
 
 class Relay {
@@ -107,6 +127,10 @@ class Relay {
   absl::Status Run(const std::atomic<bool>& stop);
 
   const RelayStats& stats() const { return stats_; }
+  // Same thread as Run() (or after it): the session's bookkeeping now.
+  RelayFootprint footprint() const {
+    return {tracker_.span(), tracker_.open_entries(), txn_times_.size()};
+  }
 
  private:
   absl::Status HandleMessage(const StreamMessage& msg);
@@ -167,7 +191,8 @@ class Relay {
     int64_t commit_time_us;
     Lsn end_lsn;  // kInvalidLsn until the commit record
   };
-  std::deque<TxnTime> txn_times_;   // pruned at every status update
+  // Pruned before every read and at every status update.
+  std::deque<TxnTime> txn_times_;
   int64_t txn_commit_time_us_ = 0;  // of the open transaction
   // Wall clock read before serving reports: their delivery time.
   int64_t report_unix_us_ = 0;

@@ -51,6 +51,11 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry)
   inflight_bytes_ =
       NewGauge(r, "outbox_relay_inflight_bytes",
                "Key and value bytes produced to Kafka and not yet reported.");
+  tracked_events_ = NewGauge(
+      r, "outbox_relay_tracked_events",
+      "Events from the oldest one Kafka has not acknowledged to the newest "
+      "read, acknowledged ones behind it included; reading pauses at "
+      "limits.max_tracked_events.");
   received_lsn_ = NewGauge(r, "outbox_relay_received_lsn",
                            "Newest WAL position received from PostgreSQL.");
   confirmed_lsn_ =
@@ -164,6 +169,10 @@ void RelayMetrics::SetPosition(Lsn received, Lsn confirmed,
   inflight_events_->Set(static_cast<double>(inflight_events));
   inflight_bytes_->Set(static_cast<double>(inflight_bytes));
   lag_seconds_->Set(lag_seconds);
+}
+
+void RelayMetrics::SetTrackedEvents(int64_t events) {
+  tracked_events_->Set(static_cast<double>(events));
 }
 
 void RelayMetrics::OnReconnect() { reconnects_->Increment(); }

@@ -9,6 +9,10 @@
 //   outbox_relay_delivery_errors_total           failed delivery reports
 //   outbox_relay_dead_lettered_total             events delivered to the DLQ
 //   outbox_relay_inflight_events / _bytes        produced, not yet reported
+//   outbox_relay_tracked_events                  from the oldest event not
+//                                                yet reported to the newest
+//                                                read (the relay's memory;
+//                                                limits.max_tracked_events)
 //   outbox_relay_received_lsn / _confirmed_lsn   positions as numbers
 //   outbox_relay_lag_bytes                       received - confirmed
 //   outbox_relay_lag_seconds                     age of the oldest unconfirmed
@@ -78,6 +82,7 @@ class RelayMetrics {
   void Flush();
   void SetPosition(Lsn received, Lsn confirmed, int64_t inflight_events,
                    int64_t inflight_bytes, double lag_seconds);
+  void SetTrackedEvents(int64_t events);
   // Supervisor thread.
   void OnReconnect();
   // Slot monitor thread.
@@ -112,6 +117,7 @@ class RelayMetrics {
   prometheus::Counter* slot_monitor_errors_;
   prometheus::Gauge* inflight_events_;
   prometheus::Gauge* inflight_bytes_;
+  prometheus::Gauge* tracked_events_;
   prometheus::Gauge* received_lsn_;
   prometheus::Gauge* confirmed_lsn_;
   prometheus::Gauge* lag_bytes_;

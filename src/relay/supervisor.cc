@@ -53,6 +53,7 @@ RelayOptions PipelineOptions(const Config& config) {
   o.read_coalesce_us = static_cast<int>(config.postgres.read_coalesce_us);
   o.max_inflight_events = config.limits.max_inflight_events;
   o.max_inflight_bytes = config.limits.max_inflight_bytes;
+  o.max_tracked_events = config.limits.max_tracked_events;
   o.dead_letter = config.outbox.on_invalid == OnInvalid::kDeadLetter;
   o.dead_letter_topic = config.outbox.dead_letter_topic;
   o.flush_timeout_ms = static_cast<int>(config.kafka.flush_timeout_ms);

@@ -77,6 +77,7 @@ TEST(ConfigTest, Defaults) {
     EXPECT_EQ(c.kafka.flush_timeout_ms, 30000);
     EXPECT_EQ(c.limits.max_inflight_events, 10000);
     EXPECT_EQ(c.limits.max_inflight_bytes, 4 * 1024 * 1024);
+    EXPECT_EQ(c.limits.max_tracked_events, 100000);
     EXPECT_EQ(c.http.listen, "127.0.0.1:9187");
     EXPECT_EQ(c.log.format, LogFormat::kText);
     EXPECT_EQ(c.log.level, LogLevel::kInfo);
@@ -123,7 +124,8 @@ kafka:
   brokers: "k1:9092,k2:9092"
   properties: {linger.ms: 50, security.protocol: SASL_SSL, compression.type: ""}
   flush_timeout_ms: 5000
-limits: {max_inflight_events: 10, max_inflight_bytes: 2KiB}
+limits: {max_inflight_events: 10, max_inflight_bytes: 2KiB,
+         max_tracked_events: 30}
 http: {listen: ""}
 log: {format: json, level: warn, progress_interval_s: 0}
 poller: {interval_ms: 1, batch_size: 2, max_attempts: 3, backoff_initial_ms: 4,
@@ -146,6 +148,7 @@ poller: {interval_ms: 1, batch_size: 2, max_attempts: 3, backoff_initial_ms: 4,
   EXPECT_EQ(c.kafka.properties.count("compression.type"), 0u);
   EXPECT_EQ(c.kafka.properties.at("acks"), "all");
   EXPECT_EQ(c.limits.max_inflight_bytes, 2048);
+  EXPECT_EQ(c.limits.max_tracked_events, 30);
   EXPECT_EQ(c.http.listen, "");
   EXPECT_EQ(c.log.format, LogFormat::kJson);
   EXPECT_EQ(c.log.level, LogLevel::kWarn);
@@ -197,6 +200,7 @@ TEST(ConfigTest, TypeErrorsAreOneLine) {
             "\"postgres.status_interval_ms\": expected an integer"},
            {"postgres: {status_interval_ms: 0}", "must be at least 1"},
            {"limits: {max_inflight_events: -5}", "must be at least 1"},
+           {"limits: {max_tracked_events: 0}", "must be at least 1"},
            {"limits: {max_inflight_bytes: 3 TB}", "expected an integer"},
            {"postgres: {create_slot: maybe}", "expected true or false"},
            {"log: {level: verbose}",

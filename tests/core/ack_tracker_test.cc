@@ -95,6 +95,37 @@ TEST(AckTrackerTest, EmptyTransactionsAdvanceAndCoalesce) {
   EXPECT_EQ(tracker.open_entries(), 0u);
 }
 
+TEST(AckTrackerTest, SpanRunsFromTheOldestUnreportedRecord) {
+  AckTracker tracker(kStart);
+  EXPECT_EQ(tracker.span(), 0);
+  auto stuck = Transaction(tracker, 1, 0x200);
+  EXPECT_EQ(tracker.span(), 1);
+  // Behind the stuck record, later ones are delivered: they leave pending()
+  // but stay in the span, since they cannot be confirmed before it.
+  Lsn end = 0x300;
+  for (int t = 0; t < 100; ++t) {
+    for (uint64_t ticket : Transaction(tracker, 1 + t % 3, end += 0x100)) {
+      ASSERT_TRUE(tracker.Delivered(ticket).ok());
+    }
+    Transaction(tracker, 0, end += 0x100);
+    tracker.Advance(end += 0x10);
+    EXPECT_EQ(tracker.pending(), 1);
+    EXPECT_LE(tracker.open_entries(),
+              static_cast<size_t>(2 * tracker.span() + 2));
+  }
+  EXPECT_EQ(tracker.span(), 200);  // the stuck one + sum of (1 + t % 3)
+  EXPECT_EQ(tracker.confirmed(), kStart);
+  // The report comes: everything is confirmed and the span empties.
+  ASSERT_TRUE(tracker.Delivered(stuck[0]).ok());
+  EXPECT_EQ(tracker.span(), 0);
+  EXPECT_EQ(tracker.open_entries(), 0u);
+  EXPECT_EQ(tracker.confirmed(), end);
+  // Records delivered in order never widen it beyond the unreported ones.
+  auto t = Transaction(tracker, 3, end + 0x100);
+  ASSERT_TRUE(tracker.Delivered(t[0]).ok());
+  EXPECT_EQ(tracker.span(), 2);
+}
+
 TEST(AckTrackerTest, KeepaliveWaitsBehindInFlight) {
   AckTracker tracker(kStart);
   tracker.Advance(0x180);  // nothing in flight: moves at once

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <regex>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integration/outage_checks.h"
 #include "integration/test_env.h"
 
 namespace outbox::testing {
@@ -203,6 +205,63 @@ class FaultTest : public ::testing::TestWithParam<System> {
         timeout_ms);
   }
 
+  // Relay: waits until the slot has confirmed all WAL written so far, so the
+  // relay reads live WAL, not a backlog, when the next fault begins (and
+  // ExpectOutageNotConfirmed() sees it read what the outage brings).
+  void WaitCaughtUp() {
+    if (!relay()) return;
+    std::string now = db_->Scalar("SELECT pg_current_wal_flush_lsn()");
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          return db_->Scalar("SELECT confirmed_flush_lsn >= '" + now +
+                             "'::pg_lsn FROM pg_replication_slots WHERE "
+                             "slot_name = '" +
+                             slot_ + "'") == "t";
+        },
+        120000))
+        << "the relay did not catch up with " << now << "\n"
+        << Logs();
+  }
+
+  // Call right after the broker died: what commits from now on cannot reach
+  // Kafka before it is back.
+  void OutageBegan() {
+    outage_ = db_->Scalar(
+        relay() ? "SELECT pg_current_wal_flush_lsn()"
+                : "SELECT coalesce(max(seq), 0) FROM public." + table_);
+  }
+
+  // Watches for `watch_ms`, while the outage goes on, that nothing committed
+  // since OutageBegan() counts as delivered. Relay: the slot stays at or
+  // below the first such commit, which the relay has read (outage_checks.h).
+  // Poller: none of those rows is marked sent (a row with a higher seq than
+  // any visible when the outage began committed after it).
+  void ExpectOutageNotConfirmed(int watch_ms) {
+    if (relay()) {
+      std::optional<CommitRecord> first;
+      ASSERT_TRUE(WaitUntil(
+          [&] {
+            first = FirstCommitInto(*db_, table_, outage_);
+            return first.has_value();
+          },
+          10000))
+          << "nothing was committed during the outage";
+      EXPECT_TRUE(SlotHoldsBefore(*db_, slot_, *first, watch_ms)) << Logs();
+      return;
+    }
+    const std::string sql = "SELECT count(*) FROM public." + table_ +
+                            " WHERE seq > " + outage_ +
+                            " AND sent_at IS NOT NULL";
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(watch_ms);
+    do {
+      ASSERT_EQ(db_->Scalar(sql), "0")
+          << "rows committed during the Kafka outage were marked sent\n"
+          << Logs();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    } while (std::chrono::steady_clock::now() < deadline);
+  }
+
   std::string Logs() {
     std::string out;
     for (auto& r : relays_) out += r->Output();
@@ -257,6 +316,7 @@ class FaultTest : public ::testing::TestWithParam<System> {
   const TestEnv* env_;
   std::unique_ptr<PgConn> db_;
   std::string table_, aggtype_, slot_, dir_;
+  std::string outage_;  // see OutageBegan()
   int cycles_ = 3;
   std::vector<std::unique_ptr<Process>> relays_;
 };
@@ -299,12 +359,39 @@ TEST_P(FaultTest, KafkaBrokerKilledAndRestarted) {
   Writers writers(table_, aggtype_, 2);
   for (int c = 0; c < cycles_; ++c) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
+    WaitCaughtUp();
     ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+    OutageBegan();
+    ExpectOutageNotConfirmed(2000);
     ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
   }
   writers.Stop();
   AuditAndRecord("Kafka broker SIGKILL + restart", cycles_);
+}
+
+// SIGKILL while the system holds events Kafka has not acknowledged (read
+// after the broker died, so they exist only in the producer's queue), before
+// Kafka comes back; then Kafka and the system restart. A relay that
+// confirmed on hand-off to the producer loses them here: its slot moved past
+// them and the queue died with the process.
+TEST_P(FaultTest, SigkillDuringKafkaOutage) {
+  Process* proc = StartRelay();
+  ASSERT_TRUE(Ready(proc)) << Logs();
+  Writers writers(table_, aggtype_, 2);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  WaitCaughtUp();
+  ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
+  OutageBegan();
+  // Relay: also waits until it has read a transaction committed after the
+  // kill, so unacknowledged events are in its producer.
+  ExpectOutageNotConfirmed(2000);
+  proc->Signal(SIGKILL);
+  proc->Wait(10000);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // nobody relays
+  ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
+  ASSERT_TRUE(Ready(StartRelay())) << Logs();
+  writers.Stop();
+  AuditAndRecord("SIGKILL during a Kafka outage", 1);
 }
 
 TEST_P(FaultTest, KafkaUnreachableForLong) {
@@ -313,6 +400,7 @@ TEST_P(FaultTest, KafkaUnreachableForLong) {
   ASSERT_TRUE(Ready(proc)) << Logs();
   Writers writers(table_, aggtype_, 2);
   std::this_thread::sleep_for(std::chrono::seconds(1));
+  WaitCaughtUp();
   ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
   // The backlog: WAL behind the slot (relay) or unsent rows (poller).
   const std::string backlog_sql =
@@ -322,7 +410,8 @@ TEST_P(FaultTest, KafkaUnreachableForLong) {
                 slot_ + "'"
           : "SELECT count(*) FROM public." + table_ + " WHERE sent_at IS NULL";
   std::string backlog_before = db_->Scalar(backlog_sql);
-  std::this_thread::sleep_for(std::chrono::seconds(outage_s));
+  OutageBegan();
+  ExpectOutageNotConfirmed(outage_s * 1000);
   std::string backlog_during = db_->Scalar(backlog_sql);
   std::string rss = ReadAll("/proc/" + std::to_string(proc->pid()) + "/status");
   ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);

@@ -1,6 +1,7 @@
 // outbox-relay end to end: the real binary against the real PostgreSQL and
 // Kafka of the test fixture. Each test uses its own outbox table, slot and
 // topic, so tests do not see each other's events.
+#include "integration/outage_checks.h"
 #include "integration/relay_e2e_fixture.h"
 
 namespace outbox::testing {
@@ -102,9 +103,18 @@ TEST_F(RelayE2ETest, KafkaOutageLosesNothing) {
   std::vector<std::string> rolled_back;
   Write(1, 20, 3, 0, &committed, &rolled_back);
   ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
-  std::string confirmed_during = ConfirmedFlush();
+  std::string outage = db_->Scalar("SELECT pg_current_wal_flush_lsn()");
   Write(2, 40, 3, 0, &committed, &rolled_back);
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // The relay reads what was written during the outage, but must not
+  // confirm the first of it (outage_checks.h) before Kafka has it.
+  std::optional<CommitRecord> first;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        first = FirstCommitInto(*db_, table_, outage);
+        return first.has_value();
+      },
+      10000));
+  EXPECT_TRUE(SlotHoldsBefore(*db_, slot_, *first, 2000)) << relay_->Output();
   ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
   Write(3, 20, 3, 0, &committed, &rolled_back);
   Audit(committed, rolled_back, committed.size());

@@ -2,8 +2,8 @@
 // real-format wal2json records (Script), a sink whose deliveries the test
 // orders, delays and fails, and a check at every status update that the
 // flushed LSN never reaches the commit of a transaction with an undelivered
-// event. Shared by relay_test.cc, relay_metrics_test.cc and
-// relay_idle_send_test.cc.
+// event. Shared by relay_test.cc, relay_metrics_test.cc,
+// relay_idle_send_test.cc and relay_stuck_event_test.cc.
 #ifndef OUTBOX_TESTS_RELAY_RELAY_FIXTURE_H_
 #define OUTBOX_TESTS_RELAY_RELAY_FIXTURE_H_
 
@@ -151,6 +151,7 @@ class RelayTest : public ::testing::Test {
     Relay relay(options_, &stream_, &decoder_, router_.get(), &sink_, &clock_,
                 start_, metrics_.get());
     std::atomic<bool> stop{false};
+    relay_ = &relay;
     sink_.on_poll = [&] {
       clock_.Advance(10'000);
       if (step) step();
@@ -165,6 +166,7 @@ class RelayTest : public ::testing::Test {
     };
     absl::Status s = relay.Run(stop);
     stats_ = relay.stats();
+    relay_ = nullptr;
     return s;
   }
 
@@ -182,6 +184,7 @@ class RelayTest : public ::testing::Test {
   int flushes_ = 0;  // Flush() calls, the shutdown's included
   int checks_ = 0;
   RelayStats stats_;
+  const Relay* relay_ = nullptr;  // the one Run() runs, for `step` to inspect
   std::unique_ptr<RelayMetrics> metrics_;  // null unless a test sets it
 };
 
