@@ -18,6 +18,13 @@
 namespace outbox {
 namespace {
 
+// Settings the relay's output depends on, after the user's own options so
+// they win: TimeZone and DateStyle fix wal2json's timestamp text for the
+// decoder, and wal2json strips two characters ("\\x") from bytea text, so
+// bytea_output=escape would turn a payload into wrong bytes.
+constexpr absl::string_view kServerOptions =
+    "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex";
+
 constexpr absl::string_view kPluginAllowFix =
     "ALTER SYSTEM SET output_plugin_libraries = pgoutput, test_decoding, "
     "wal2json; SELECT pg_reload_conf();";
@@ -122,6 +129,41 @@ std::string Wal2JsonName(absl::string_view name) {
   return out;
 }
 
+// The "options" entry of a parsed conninfo (or of its defaults), trimmed;
+// "" when unset.
+std::string OptionsValue(const PQconninfoOption* list) {
+  for (const PQconninfoOption* o = list; o != nullptr && o->keyword; ++o) {
+    if (absl::string_view(o->keyword) == "options" && o->val != nullptr) {
+      return std::string(absl::StripAsciiWhitespace(o->val));
+    }
+  }
+  return "";
+}
+
+// A string literal for a START_REPLICATION option value.
+std::string OptionValue(absl::string_view value) {
+  std::string quoted = "'";
+  for (char c : value) {
+    if (c == '\'') quoted.push_back('\'');
+    quoted.push_back(c);
+  }
+  quoted.push_back('\'');
+  return quoted;
+}
+
+// wal2json splits add-msg-prefixes on ',' and blanks and keeps a '\\'
+// escape in the name, so a prefix holding one of them cannot be listed.
+bool ValidMessagePrefix(absl::string_view prefix) {
+  if (prefix.empty()) return false;
+  for (char c : prefix) {
+    if (c == ',' || c == '\\' ||
+        absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool ValidSlotName(absl::string_view s) {
   if (s.empty() || s.size() > 63) return false;
   for (char c : s) {
@@ -141,19 +183,49 @@ std::string LibpqReplicationStream::PluginOptions(
     tables.push_back(
         absl::StrCat(Wal2JsonName(t.schema), ".", Wal2JsonName(t.name)));
   }
-  std::string add_tables = absl::StrJoin(tables, ",");
-  // Single quotes in the value are doubled for the command's string literal.
-  std::string quoted;
-  for (char c : add_tables) {
-    if (c == '\'') quoted.push_back('\'');
-    quoted.push_back(c);
-  }
+  // wal2json hands on every logical decoding message, whatever add-tables
+  // and actions say; add-msg-prefixes keeps only the listed prefixes. An
+  // empty list keeps them all, so "none" is a prefix reserved for the relay.
+  std::vector<std::string> prefixes = options.message_prefixes;
+  if (prefixes.empty()) prefixes.push_back(kReservedMessagePrefix);
   return absl::StrCat(
       "\"format-version\" '2', \"include-transaction\" 'true', "
       "\"include-lsn\" 'true', \"include-xids\" 'true', "
       "\"include-timestamp\" 'true', \"include-type-oids\" 'false', "
-      "\"add-tables\" '",
-      quoted, "', \"actions\" 'insert'");
+      "\"add-tables\" ",
+      OptionValue(absl::StrJoin(tables, ",")),
+      ", \"actions\" 'insert', \"add-msg-prefixes\" ",
+      OptionValue(absl::StrJoin(prefixes, ",")));
+}
+
+absl::StatusOr<std::string> LibpqReplicationStream::ConnectionOptions(
+    const std::string& conninfo) {
+  // A conninfo without '=' that is no URI is a bare database name (libpq
+  // expands dbname only when it holds '=' or is a URI).
+  PQconninfoOption* parsed = nullptr;
+  if (absl::StrContains(conninfo, '=') ||
+      absl::StartsWith(conninfo, "postgresql://") ||
+      absl::StartsWith(conninfo, "postgres://")) {
+    char* error = nullptr;
+    parsed = PQconninfoParse(conninfo.c_str(), &error);
+    if (parsed == nullptr) {
+      // A conninfo libpq cannot parse never will: no retry.
+      absl::Status st = absl::FailedPreconditionError(
+          absl::StrCat("invalid postgres.conninfo: ",
+                       OneLine(error ? error : "out of memory")));
+      PQfreemem(error);
+      return st;
+    }
+  }
+  std::string user = OptionsValue(parsed);
+  PQconninfoFree(parsed);
+  if (user.empty()) {
+    // Without options in the conninfo libpq uses PGOPTIONS.
+    PQconninfoOption* defaults = PQconndefaults();
+    user = OptionsValue(defaults);
+    PQconninfoFree(defaults);
+  }
+  return absl::StrCat(user, user.empty() ? "" : " ", kServerOptions);
 }
 
 absl::StatusOr<std::unique_ptr<LibpqReplicationStream>>
@@ -166,8 +238,16 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
   if (options.tables.empty()) {
     return absl::InvalidArgumentError("no outbox tables configured");
   }
-  // The conninfo is expanded first; later keys override it. TimeZone and
-  // DateStyle fix wal2json's timestamp text so the decoder can parse it.
+  for (const std::string& prefix : options.message_prefixes) {
+    if (!ValidMessagePrefix(prefix)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "invalid logical message prefix \"", prefix,
+          "\": it must be non-empty, without ',', '\\' or whitespace"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::string server_options,
+                   ConnectionOptions(options.conninfo));
+  // The conninfo is expanded first; later keys override it.
   const char* keys[] = {"dbname",
                         "replication",
                         "options",
@@ -179,7 +259,7 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
   const std::string timeout = std::to_string(options.connect_timeout_s);
   const char* values[] = {options.conninfo.c_str(),
                           "database",
-                          "-c TimeZone=UTC -c DateStyle=ISO",
+                          server_options.c_str(),
                           options.application_name.c_str(),
                           timeout.c_str(),
                           "10",

@@ -28,6 +28,10 @@ struct pg_conn;
 
 namespace outbox {
 
+// The logical message prefix wal2json is asked to keep when the relay wants
+// none: wal2json has no other way to drop them all. Reserved for the relay.
+inline constexpr char kReservedMessagePrefix[] = "outbox-relay.reserved";
+
 struct ReplicationOptions {
   std::string conninfo;  // libpq conninfo or URI; "" = PG* environment
   std::string slot = "outbox_relay";
@@ -39,6 +43,12 @@ struct ReplicationOptions {
     std::vector<std::string> required_columns;
   };
   std::vector<Table> tables;
+  // Logical decoding messages (pg_logical_emit_message) to decode, by exact
+  // prefix; empty decodes none (kReservedMessagePrefix excepted). Each is
+  // non-empty, without ',', '\\' or whitespace (wal2json's list syntax).
+  // The plugin drops every other message, so a message from any session
+  // cannot reach, or stop, the relay.
+  std::vector<std::string> message_prefixes;
   int connect_timeout_s = 10;  // libpq connect_timeout; 0 waits for ever
   // application_name shown in pg_stat_replication.
   std::string application_name = "outbox-relay";
@@ -72,6 +82,14 @@ class LibpqReplicationStream : public ReplicationStream {
 
   // The wal2json options START_REPLICATION passes (for logs and tests).
   static std::string PluginOptions(const ReplicationOptions& options);
+
+  // The libpq "options" (server settings) of the replication connection:
+  // the user's own, from `conninfo` (keyword string or URI) or else from
+  // PGOPTIONS, followed by ours, which win where both set a parameter:
+  // TimeZone=UTC, DateStyle=ISO and bytea_output=hex (whatever the role or
+  // database sets). FailedPrecondition for a conninfo libpq cannot parse.
+  static absl::StatusOr<std::string> ConnectionOptions(
+      const std::string& conninfo);
 
  private:
   LibpqReplicationStream(pg_conn* conn, ReplicationOptions options)
