@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/ascii.h"
@@ -13,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "outbox/clock.h"
 #include "outbox/status_macros.h"
+#include "pg/slot_loss.h"
 #include "pg/wal_protocol.h"
 
 namespace outbox {
@@ -373,7 +375,7 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
       Result res,
       Query(conn_,
             absl::StrCat("SELECT plugin, slot_type, database, active_pid, "
-                         "confirmed_flush_lsn, restart_lsn FROM "
+                         "confirmed_flush_lsn, restart_lsn, wal_status FROM "
                          "pg_catalog.pg_replication_slots WHERE slot_name = ",
                          Literal(conn_, options_.slot))));
   if (PQntuples(res.get()) == 0) {
@@ -381,6 +383,9 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
       return absl::FailedPreconditionError(
           absl::StrCat("replication slot \"", options_.slot,
                        "\" does not exist and postgres.create_slot is false"));
+    }
+    if (options_.history != nullptr) {
+      RETURN_IF_ERROR(options_.history->CheckCreate(server_));
     }
     ASSIGN_OR_RETURN(
         Result created,
@@ -391,6 +396,9 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                      ParseLsn(PQgetvalue(created.get(), 0, 1)));
     server_.slot_restart = server_.slot_confirmed_flush;
     server_.slot_created = true;
+    if (options_.history != nullptr) {
+      RETURN_IF_ERROR(options_.history->Record(server_));
+    }
     return absl::OkStatus();
   }
   std::string plugin = PQgetvalue(res.get(), 0, 0);
@@ -408,12 +416,6 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
         "replication slot \"", options_.slot, "\" belongs to database ",
         database, " but the relay is connected to ", server_.dbname));
   }
-  if (!PQgetisnull(res.get(), 0, 3)) {
-    return absl::UnavailableError(
-        absl::StrCat("replication slot \"", options_.slot,
-                     "\" is in use by process ", PQgetvalue(res.get(), 0, 3),
-                     " (another relay instance?); waiting for it"));
-  }
   if (!PQgetisnull(res.get(), 0, 4)) {
     ASSIGN_OR_RETURN(server_.slot_confirmed_flush,
                      ParseLsn(PQgetvalue(res.get(), 0, 4)));
@@ -422,7 +424,29 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
     ASSIGN_OR_RETURN(server_.slot_restart,
                      ParseLsn(PQgetvalue(res.get(), 0, 5)));
   }
+  flushed_ = server_.slot_confirmed_flush;
+  if (options_.history != nullptr) {
+    RETURN_IF_ERROR(options_.history->Record(server_));
+  }
+  if (absl::string_view(PQgetvalue(res.get(), 0, 6)) == "lost") {
+    return absl::FailedPreconditionError(SlotInvalidatedMessage(
+        options_.slot, server_.slot_confirmed_flush, options_.create_slot,
+        "pg_replication_slots.wal_status is 'lost'"));
+  }
+  if (!PQgetisnull(res.get(), 0, 3)) {
+    return absl::UnavailableError(
+        absl::StrCat("replication slot \"", options_.slot,
+                     "\" is in use by process ", PQgetvalue(res.get(), 0, 3),
+                     " (another relay instance?); waiting for it"));
+  }
   return absl::OkStatus();
+}
+
+absl::Status LibpqReplicationStream::StreamError(absl::Status st) const {
+  if (!IsSlotInvalidatedError(st.message())) return st;
+  return absl::FailedPreconditionError(
+      SlotInvalidatedMessage(options_.slot, flushed_, options_.create_slot,
+                             absl::StrCat("server said: ", st.message())));
 }
 
 absl::Status LibpqReplicationStream::Start(Lsn start) {
@@ -438,7 +462,7 @@ absl::Status LibpqReplicationStream::Start(Lsn start) {
       st = absl::UnavailableError(st.message());
     }
     PQclear(res);
-    return st;
+    return StreamError(st);
   }
   PQclear(res);
   streaming_ = true;
@@ -453,7 +477,8 @@ absl::StatusOr<bool> LibpqReplicationStream::Read(StreamMessage* out) {
   int n = PQgetCopyData(conn_, &buffer_, /*async=*/1);
   if (n == 0) {
     if (!PQconsumeInput(conn_)) {
-      return ServerError("replication connection lost", PQerrorMessage(conn_));
+      return StreamError(
+          ServerError("replication connection lost", PQerrorMessage(conn_)));
     }
     n = PQgetCopyData(conn_, &buffer_, 1);
     if (n == 0) return false;
@@ -467,10 +492,11 @@ absl::StatusOr<bool> LibpqReplicationStream::Read(StreamMessage* out) {
       }
       PQclear(res);
     }
-    return absl::UnavailableError(msg);
+    return StreamError(absl::UnavailableError(msg));
   }
   if (n < 0) {
-    return ServerError("replication connection lost", PQerrorMessage(conn_));
+    return StreamError(
+        ServerError("replication connection lost", PQerrorMessage(conn_)));
   }
   ASSIGN_OR_RETURN(*out, ParseCopyData(absl::string_view(buffer_, n)));
   return true;
@@ -478,6 +504,7 @@ absl::StatusOr<bool> LibpqReplicationStream::Read(StreamMessage* out) {
 
 absl::Status LibpqReplicationStream::SendStatus(Lsn received, Lsn flushed,
                                                 bool reply_requested) {
+  flushed_ = std::max(flushed_, flushed);
   std::string msg = EncodeStandbyStatus(
       received, flushed, flushed, RealClock()->UnixMicros(), reply_requested);
   if (PQputCopyData(conn_, msg.data(), static_cast<int>(msg.size())) != 1 ||

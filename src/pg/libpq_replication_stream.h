@@ -5,12 +5,17 @@
 // needs, turning each failure into one actionable line:
 //   FailedPrecondition  wal_level not logical, wal2json not allowed by
 //                       output_plugin_libraries or not installed, no
-//                       REPLICATION privilege, slot missing (create_slot off),
-//                       slot made with another plugin or for another
-//                       database, outbox table or column missing
+//                       REPLICATION privilege, slot missing (create_slot off,
+//                       or the SlotHistory refuses to create it anew), slot
+//                       made with another plugin or for another database,
+//                       slot invalidated (wal_status lost), outbox table or
+//                       column missing
 //   Unavailable         server unreachable, or the slot is held by another
 //                       process (a hot standby waits on this and retries)
-// Start() then streams from the slot; Read() never blocks.
+// Start() then streams from the slot; Read() never blocks. Both turn the
+// server's "can no longer get changes from replication slot" and "requested
+// WAL segment ... has already been removed" into FailedPrecondition naming
+// the slot and its last confirmed LSN: no retry brings that WAL back.
 //
 // Threading: one thread owns an instance. The only file in the project that
 // includes libpq-fe.h for replication.
@@ -23,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "outbox/replication_stream.h"
+#include "pg/slot_history.h"
 
 struct pg_conn;
 
@@ -35,7 +41,11 @@ inline constexpr char kReservedMessagePrefix[] = "outbox-relay.reserved";
 struct ReplicationOptions {
   std::string conninfo;  // libpq conninfo or URI; "" = PG* environment
   std::string slot = "outbox_relay";
+  // Create the slot when it is missing, if `history` (when set) agrees.
   bool create_slot = true;
+  // Remembers the slot and decides whether a missing one may be created
+  // (see slot_history.h). Not owned; null: create whenever missing.
+  SlotHistory* history = nullptr;
   // Tables to stream, each with the columns that must exist.
   struct Table {
     std::string schema;
@@ -101,8 +111,13 @@ class LibpqReplicationStream : public ReplicationStream {
   pg_conn* conn_;
   ReplicationOptions options_;
   ServerInfo server_;
+  // A server error during Start() or Read(), rewritten when it says the
+  // slot was invalidated.
+  absl::Status StreamError(absl::Status st) const;
+
   char* buffer_ = nullptr;  // last PQgetCopyData buffer, freed on next Read
   bool streaming_ = false;
+  Lsn flushed_ = kInvalidLsn;  // highest flush position sent
 };
 
 }  // namespace outbox
