@@ -36,8 +36,15 @@ class SlotLifeTest : public PreconditionTest {
 
 TEST_F(SlotLifeTest, ADroppedSlotIsNotCreatedAnew) {
   StartRelay();
+  // The slot is briefly active while it is being created: wait for the
+  // relay's own word.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return relay_->Output().find("slot_created=true") != std::string::npos;
+      },
+      30000))
+      << relay_->Output();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
-  EXPECT_THAT(relay_->Output(), HasSubstr("slot_created=true"));
   EXPECT_THAT(relay_->Output(), HasSubstr("slot_marker=" + MarkerPath()));
   Write(1, 5, 2, 0, &committed_, &rolled_back_);
   Audit(committed_, rolled_back_, committed_.size());
