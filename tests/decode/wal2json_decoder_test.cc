@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -590,6 +591,39 @@ TEST_F(Wal2JsonDecoderTest, OnlyMessagesMayHoldBytesThatAreNotUtf8) {
   ExpectInvalid(Err("{\"action\":\"B\",\"lsn\":\"0/1\",\"nextlsn\":\"0/2\","
                     "\"prefix\":\"x\",\"content\":\"\xff\"}"),
                 "not valid UTF-8");
+}
+
+TEST_F(Wal2JsonDecoderTest, RandomMessageBytesComeOutAsTheyWent) {
+  // Random bytes as wal2json writes them into a message (escape_json:
+  // quote, backslash and control bytes escaped, every other byte as is),
+  // between other records: each decodes to exactly those bytes.
+  std::mt19937 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    std::string bytes(rng() % 40, '\0');
+    for (char& c : bytes) c = static_cast<char>(1 + rng() % 255);
+    std::string escaped;
+    for (char c : bytes) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        escaped += '\\';
+        escaped += c;
+      } else if (u < 0x20) {
+        absl::StrAppend(&escaped, "\\u00", absl::Hex(u, absl::kZeroPad2));
+      } else {
+        escaped += c;
+      }
+    }
+    const std::string record = absl::StrCat(
+        "{\"action\":\"M\",\"xid\":null,\"timestamp\":null,\"lsn\":\"0/1\","
+        "\"transactional\":false,\"prefix\":\"",
+        escaped, "\",\"content\":\"", escaped, "\"}");
+    const Change& c = Ok(record);
+    ASSERT_EQ(c.content, bytes) << i;
+    ASSERT_EQ(c.prefix, bytes) << i;
+    if (i % 7 == 0) {
+      ASSERT_EQ(Ok(All()[1]).kind, Kind::kInsert);
+    }
+  }
 }
 
 }  // namespace
