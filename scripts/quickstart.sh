@@ -44,10 +44,11 @@ export PGHOST PGPORT PGUSER PGDATABASE
 psql -q -v ON_ERROR_STOP=1 -f "$OUTBOX_ROOT/sql/outbox.sql" -f "$OUTBOX_ROOT/sql/roles.sql"
 psql -q -v ON_ERROR_STOP=1 -c "CREATE TABLE IF NOT EXISTS orders (id bigint PRIMARY KEY, customer text, total numeric)"
 
-# The relay runs as the least-privilege role from sql/roles.sql.
+# The relay runs as the least-privilege role from sql/roles.sql. Its slot
+# marker lives with this throwaway server, not in ~/.local/state.
 "$RELAY" --pg "host=127.0.0.1 port=$PGPORT user=outbox_relay dbname=postgres" \
   --kafka "$OUTBOX_KAFKA_BROKERS" --set log.progress_interval_s=5 \
-  --set http.listen=127.0.0.1:0 \
+  --set http.listen=127.0.0.1:0 --set "postgres.state_dir=$work/state" \
   2>"$work/relay.log" &
 relay_pid=$!
 wait_for 30 bash -c "psql -Atc \"SELECT active FROM pg_replication_slots WHERE slot_name='outbox_relay'\" | grep -q t" ||

@@ -50,7 +50,7 @@ struct Change {
   absl::string_view schema;    // kInsert/kUpdate/kDelete
   absl::string_view table;
   std::vector<Column> columns;  // kInsert: the new row
-  // kMessage only.
+  // kMessage only. prefix and content are bytes, not necessarily UTF-8.
   bool transactional = false;
   absl::string_view prefix;
   absl::string_view content;

@@ -19,6 +19,7 @@
 #include "config/config_keys.h"
 #include "config/kafka_safety.h"
 #include "config/redact.h"
+#include "outbox/lsn.h"
 #include "outbox/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
@@ -360,6 +361,12 @@ absl::Status Validate(const Config& c) {
     return Invalid("postgres.slot",
                    absl::StrCat("\"", c.postgres.slot,
                                 "\" is not a slot name (1-63 of a-z, 0-9, _)"));
+  }
+  if (!c.postgres.acknowledge_slot_loss.empty() &&
+      !ParseLsn(c.postgres.acknowledge_slot_loss).ok()) {
+    return Invalid("postgres.acknowledge_slot_loss",
+                   absl::StrCat("\"", c.postgres.acknowledge_slot_loss,
+                                "\" is not an LSN (like 0/16B3748)"));
   }
   if (c.postgres.reconnect_backoff_max_ms <
       c.postgres.reconnect_backoff_initial_ms) {

@@ -41,6 +41,12 @@ struct PostgresConfig {
   std::string conninfo;  // empty: libpq's PG* environment variables
   std::string slot = "outbox_relay";
   bool create_slot = true;
+  // Where the slot marker lives (relay/file_slot_history.h); empty: the
+  // default, $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.
+  std::string state_dir;
+  // The LSN a refusal to recreate a lost slot named, once the events after
+  // it were re-published: lets the relay create the slot anew. Empty: none.
+  std::string acknowledge_slot_loss;
   int64_t status_interval_ms = 1000;
   int64_t read_coalesce_us = 1000;
   int64_t connect_timeout_s = 10;

@@ -62,7 +62,20 @@ std::vector<ConfigKey> BuildKeys() {
       "postgres.slot", G(postgres.slot),
       "logical replication slot name (lowercase letters, digits, underscore)"));
   add(Global("postgres.create_slot", G(postgres.create_slot),
-             "create the slot (wal2json) when it does not exist"));
+             "create the slot (wal2json) when it does not exist, on a first "
+             "run only: a slot the relay has streamed from before (see "
+             "postgres.state_dir) is never created anew; false: never create"));
+  add(Global("postgres.state_dir", G(postgres.state_dir),
+             "directory for the slot marker, which records the slot the relay "
+             "streamed from so a dropped slot is not silently created anew; "
+             "must outlive the relay (a volume in a container); empty: "
+             "$XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay"));
+  add(Global("postgres.acknowledge_slot_loss",
+             G(postgres.acknowledge_slot_loss),
+             "after the relay refused to create a lost slot anew: the LSN the "
+             "refusal named, once the events committed after it were "
+             "re-published; lets the relay create the slot (only for that "
+             "loss)"));
   add(Global("postgres.status_interval_ms", G(postgres.status_interval_ms),
              "interval between standby status updates sent to the server")
           .Min(1));

@@ -215,8 +215,17 @@ struct Wal2JsonDecoder::State {
   // value.
   std::unique_ptr<char[]> arena;
   char* arena_next = nullptr;
+  // A record that is not valid UTF-8 is parsed from `input` with each bad
+  // byte replaced, while its strings are read from `original`, a padded
+  // copy of the true bytes at the same offsets. Strings are read from
+  // string_bytes: input.get() or original.get().
+  std::unique_ptr<char[]> original;
+  size_t original_capacity = 0;
+  const char* string_bytes = nullptr;
 
   void CopyInput(absl::string_view data);
+  // Keeps the record's bytes in `original` and makes `input` valid UTF-8.
+  void SplitInvalidUtf8(size_t size);
   simdjson::error_code GetString(od::value& v, absl::string_view* out);
   // Each returns OK or InvalidArgument naming the key.
   absl::Status ReadString(od::value& v, Key key, absl::string_view* out);
@@ -225,6 +234,8 @@ struct Wal2JsonDecoder::State {
   absl::Status ReadTimestamp(od::value& v, int64_t* out);
   absl::Status ReadColumnValue(od::value& v, Column* col);
   absl::Status ReadColumns(od::value& v, Change* out);
+  // Reads the whole record into *out.
+  absl::Status ReadRecord(od::document& doc, Change* out);
 };
 
 void Wal2JsonDecoder::State::CopyInput(absl::string_view data) {
@@ -237,6 +248,17 @@ void Wal2JsonDecoder::State::CopyInput(absl::string_view data) {
   if (!data.empty()) std::memcpy(input.get(), data.data(), data.size());
   std::memset(input.get() + data.size(), 0, simdjson::SIMDJSON_PADDING);
   arena_next = arena.get();
+  string_bytes = input.get();
+}
+
+void Wal2JsonDecoder::State::SplitInvalidUtf8(size_t size) {
+  if (original_capacity < input_capacity) {
+    original_capacity = input_capacity;
+    original = std::make_unique_for_overwrite<char[]>(original_capacity);
+  }
+  std::memcpy(original.get(), input.get(), size + simdjson::SIMDJSON_PADDING);
+  wal2json::ReplaceInvalidUtf8(input.get(), size, '?');
+  string_bytes = original.get();
 }
 
 // Strings are read from the raw token rather than with simdjson's
@@ -251,8 +273,8 @@ simdjson::error_code Wal2JsonDecoder::State::GetString(od::value& v,
   // its closing quote.
   const absl::string_view raw = TrimRight(ToAbsl(token));
   if (raw.size() < 2 || raw.back() != '"') return simdjson::STRING_ERROR;
-  const char* begin = raw.data() + 1;
-  const char* end = raw.data() + raw.size() - 1;
+  const char* begin = string_bytes + (raw.data() + 1 - input.get());
+  const char* end = begin + (raw.size() - 2);
   if (!wal2json::HasBackslash(begin, end - begin)) {
     *out = absl::string_view(begin, end - begin);
     return simdjson::SUCCESS;
@@ -416,19 +438,8 @@ absl::Status Wal2JsonDecoder::State::ReadColumns(od::value& v, Change* out) {
   return absl::OkStatus();
 }
 
-Wal2JsonDecoder::Wal2JsonDecoder() : state_(std::make_unique<State>()) {}
-Wal2JsonDecoder::~Wal2JsonDecoder() = default;
-
-absl::Status Wal2JsonDecoder::Decode(absl::string_view data, Change* out) {
-  State& s = *state_;
-  Reset(out);
-  s.CopyInput(data);
-
-  od::document doc;
-  if (auto e = s.parser.iterate(s.input.get(), data.size(), s.input_capacity)
-                   .get(doc)) {
-    return JsonError(e);
-  }
+absl::Status Wal2JsonDecoder::State::ReadRecord(od::document& doc,
+                                                Change* out) {
   od::object record;
   if (auto e = doc.get_object().get(record)) {
     return TypeError("record", "a JSON object", e);
@@ -450,7 +461,7 @@ absl::Status Wal2JsonDecoder::Decode(absl::string_view data, Change* out) {
     switch (key) {
       case kAction: {
         absl::string_view action;
-        st = s.ReadString(value, key, &action);
+        st = ReadString(value, key, &action);
         if (st.ok() && !ActionKind(action, &out->kind)) {
           return Invalid(
               absl::StrCat("unknown action \"", Excerpt(action), "\""));
@@ -458,25 +469,25 @@ absl::Status Wal2JsonDecoder::Decode(absl::string_view data, Change* out) {
         break;
       }
       case kXid:
-        st = s.ReadXid(value, &out->xid);
+        st = ReadXid(value, &out->xid);
         break;
       case kTimestamp:
-        st = s.ReadTimestamp(value, &out->commit_time_us);
+        st = ReadTimestamp(value, &out->commit_time_us);
         break;
       case kLsnKey:
-        st = s.ReadLsn(value, key, &out->lsn);
+        st = ReadLsn(value, key, &out->lsn);
         break;
       case kNextLsn:
-        st = s.ReadLsn(value, key, &out->end_lsn);
+        st = ReadLsn(value, key, &out->end_lsn);
         break;
       case kSchema:
-        st = s.ReadString(value, key, &out->schema);
+        st = ReadString(value, key, &out->schema);
         break;
       case kTable:
-        st = s.ReadString(value, key, &out->table);
+        st = ReadString(value, key, &out->table);
         break;
       case kColumns:
-        st = s.ReadColumns(value, out);
+        st = ReadColumns(value, out);
         break;
       case kTransactional:
         if (auto e = value.get_bool().get(out->transactional)) {
@@ -484,10 +495,10 @@ absl::Status Wal2JsonDecoder::Decode(absl::string_view data, Change* out) {
         }
         break;
       case kPrefix:
-        st = s.ReadString(value, key, &out->prefix);
+        st = ReadString(value, key, &out->prefix);
         break;
       case kContent:
-        st = s.ReadString(value, key, &out->content);
+        st = ReadString(value, key, &out->content);
         break;
       case kUnknownKey:
         break;
@@ -507,6 +518,36 @@ absl::Status Wal2JsonDecoder::Decode(absl::string_view data, Change* out) {
     return Invalid(absl::StrCat("record has no \"", KeyName(first), "\""));
   }
   return absl::OkStatus();
+}
+
+Wal2JsonDecoder::Wal2JsonDecoder() : state_(std::make_unique<State>()) {}
+Wal2JsonDecoder::~Wal2JsonDecoder() = default;
+
+absl::Status Wal2JsonDecoder::Decode(absl::string_view data, Change* out) {
+  State& s = *state_;
+  Reset(out);
+  s.CopyInput(data);
+
+  od::document doc;
+  simdjson::error_code e =
+      s.parser.iterate(s.input.get(), data.size(), s.input_capacity).get(doc);
+  const bool invalid_utf8 = e == simdjson::UTF8_ERROR;
+  if (invalid_utf8) {
+    // wal2json copies a logical message's prefix and content byte for byte
+    // (pg_logical_emit_message takes bytea), so any session can put bytes
+    // into the stream that are not UTF-8. Parse the record's structure with
+    // those bytes masked; its strings keep their true bytes.
+    s.SplitInvalidUtf8(data.size());
+    e = s.parser.iterate(s.input.get(), data.size(), s.input_capacity).get(doc);
+  }
+  if (e) return JsonError(e);
+  absl::Status st = s.ReadRecord(doc, out);
+  if (invalid_utf8 && out->kind != Change::Kind::kMessage) {
+    return Invalid(
+        "malformed JSON (the record is not valid UTF-8, and only a logical "
+        "message's prefix and content may hold arbitrary bytes)");
+  }
+  return st;
 }
 
 }  // namespace outbox

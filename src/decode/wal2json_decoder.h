@@ -9,7 +9,8 @@
 //               columns required for I (optional for U/D); "identity" and
 //               "pk" are skipped
 //   M        -> kMessage: transactional, prefix, content required; xid and
-//               timestamp may be null (non-transactional messages)
+//               timestamp may be null (non-transactional messages); prefix
+//               and content may hold any bytes (see Errors)
 //   T        -> kOther (truncate)
 // "xid" and "timestamp" are optional everywhere (0 when absent or null), so
 // include-xids / include-timestamp may be off. Keys may come in any order;
@@ -29,8 +30,12 @@
 // Errors: InvalidArgument with a short description (no LSN: the caller adds
 // it) for malformed JSON, trailing garbage, an unknown or missing action, a
 // missing required key, a duplicated key, a value of the wrong type, bad
-// hex or a bad timestamp/LSN. Input must be valid UTF-8 (database encoding
-// UTF8).
+// hex or a bad timestamp/LSN. A record must be valid UTF-8 (database
+// encoding UTF8), except an M record: pg_logical_emit_message() takes bytes,
+// and wal2json copies them into "prefix" and "content" unchanged, so those
+// two views hold whatever bytes the message had (wal2json stops a content at
+// its first NUL byte). Any other record that is not valid UTF-8 is
+// InvalidArgument.
 //
 // Lifetime: the Change's string_views point into buffers owned by this
 // decoder and stay valid until its next Decode() call or its destruction.

@@ -235,6 +235,52 @@ char* UnescapeJsonString(const char* p, const char* const end, char* dst) {
   return dst - (p - end);  // the last step may have run past end
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence starting at p[0] (at most n
+// bytes available), or 0 if none starts there.
+size_t Utf8SequenceLength(const unsigned char* p, size_t n) {
+  const unsigned char b = p[0];
+  if (b < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+  if (b >= 0xC2 && b <= 0xDF) {
+    len = 2;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    len = 3;
+    if (b == 0xE0) lo = 0xA0;  // no overlong forms
+    if (b == 0xED) hi = 0x9F;  // no surrogates
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    len = 4;
+    if (b == 0xF0) lo = 0x90;  // no overlong forms
+    if (b == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (n < len || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < len; ++i) {
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+size_t ReplaceInvalidUtf8(char* p, size_t n, char replacement) {
+  auto* u = reinterpret_cast<unsigned char*>(p);
+  size_t replaced = 0;
+  for (size_t i = 0; i < n;) {
+    const size_t len = Utf8SequenceLength(u + i, n - i);
+    if (len == 0) {
+      p[i++] = replacement;
+      ++replaced;
+    } else {
+      i += len;
+    }
+  }
+  return replaced;
+}
+
 bool ParseTimestamptz(absl::string_view text, int64_t* unix_micros) {
   const char* p = text.data();
   const char* const end = p + text.size();

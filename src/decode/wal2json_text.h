@@ -29,9 +29,16 @@ bool HasBackslash(const char* p, size_t n);
 // dst, which needs room for end - p + 16 bytes; the output is never longer
 // than the input. Returns the end of the output, or nullptr on an unknown
 // escape, a truncated \u escape or an unpaired UTF-16 surrogate (the inputs
-// simdjson rejects too). UTF-8 validity of unescaped bytes is not checked
-// here: simdjson's stage 1 already did that for the whole record.
+// simdjson rejects too). Bytes that are not escapes are copied as they are,
+// valid UTF-8 or not (a logical message's content may hold any bytes).
 char* UnescapeJsonString(const char* p, const char* end, char* dst);
+
+// Overwrites each byte of [p, p + n) that does not belong to a well-formed
+// UTF-8 sequence (Unicode Table 3-7: no overlong forms, no surrogates,
+// nothing above U+10FFFF) with `replacement`, which should be ASCII, so the
+// text keeps its length and every byte its offset. Returns how many bytes
+// it replaced.
+size_t ReplaceInvalidUtf8(char* p, size_t n, char replacement);
 
 // PostgreSQL timestamptz text in DateStyle ISO ->  Unix microseconds:
 // "YYYY-MM-DD HH:MM:SS[.f{1,6}]" then a UTC offset "+HH", "-HH:MM" or

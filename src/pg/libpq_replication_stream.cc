@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/ascii.h"
@@ -13,10 +14,18 @@
 #include "absl/strings/strip.h"
 #include "outbox/clock.h"
 #include "outbox/status_macros.h"
+#include "pg/slot_loss.h"
 #include "pg/wal_protocol.h"
 
 namespace outbox {
 namespace {
+
+// Settings the relay's output depends on, after the user's own options so
+// they win: TimeZone and DateStyle fix wal2json's timestamp text for the
+// decoder, and wal2json strips two characters ("\\x") from bytea text, so
+// bytea_output=escape would turn a payload into wrong bytes.
+constexpr absl::string_view kServerOptions =
+    "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex";
 
 constexpr absl::string_view kPluginAllowFix =
     "ALTER SYSTEM SET output_plugin_libraries = pgoutput, test_decoding, "
@@ -122,6 +131,41 @@ std::string Wal2JsonName(absl::string_view name) {
   return out;
 }
 
+// The "options" entry of a parsed conninfo (or of its defaults), trimmed;
+// "" when unset.
+std::string OptionsValue(const PQconninfoOption* list) {
+  for (const PQconninfoOption* o = list; o != nullptr && o->keyword; ++o) {
+    if (absl::string_view(o->keyword) == "options" && o->val != nullptr) {
+      return std::string(absl::StripAsciiWhitespace(o->val));
+    }
+  }
+  return "";
+}
+
+// A string literal for a START_REPLICATION option value.
+std::string OptionValue(absl::string_view value) {
+  std::string quoted = "'";
+  for (char c : value) {
+    if (c == '\'') quoted.push_back('\'');
+    quoted.push_back(c);
+  }
+  quoted.push_back('\'');
+  return quoted;
+}
+
+// wal2json splits add-msg-prefixes on ',' and blanks and keeps a '\\'
+// escape in the name, so a prefix holding one of them cannot be listed.
+bool ValidMessagePrefix(absl::string_view prefix) {
+  if (prefix.empty()) return false;
+  for (char c : prefix) {
+    if (c == ',' || c == '\\' ||
+        absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool ValidSlotName(absl::string_view s) {
   if (s.empty() || s.size() > 63) return false;
   for (char c : s) {
@@ -141,19 +185,49 @@ std::string LibpqReplicationStream::PluginOptions(
     tables.push_back(
         absl::StrCat(Wal2JsonName(t.schema), ".", Wal2JsonName(t.name)));
   }
-  std::string add_tables = absl::StrJoin(tables, ",");
-  // Single quotes in the value are doubled for the command's string literal.
-  std::string quoted;
-  for (char c : add_tables) {
-    if (c == '\'') quoted.push_back('\'');
-    quoted.push_back(c);
-  }
+  // wal2json hands on every logical decoding message, whatever add-tables
+  // and actions say; add-msg-prefixes keeps only the listed prefixes. An
+  // empty list keeps them all, so "none" is a prefix reserved for the relay.
+  std::vector<std::string> prefixes = options.message_prefixes;
+  if (prefixes.empty()) prefixes.push_back(kReservedMessagePrefix);
   return absl::StrCat(
       "\"format-version\" '2', \"include-transaction\" 'true', "
       "\"include-lsn\" 'true', \"include-xids\" 'true', "
       "\"include-timestamp\" 'true', \"include-type-oids\" 'false', "
-      "\"add-tables\" '",
-      quoted, "', \"actions\" 'insert'");
+      "\"add-tables\" ",
+      OptionValue(absl::StrJoin(tables, ",")),
+      ", \"actions\" 'insert', \"add-msg-prefixes\" ",
+      OptionValue(absl::StrJoin(prefixes, ",")));
+}
+
+absl::StatusOr<std::string> LibpqReplicationStream::ConnectionOptions(
+    const std::string& conninfo) {
+  // A conninfo without '=' that is no URI is a bare database name (libpq
+  // expands dbname only when it holds '=' or is a URI).
+  PQconninfoOption* parsed = nullptr;
+  if (absl::StrContains(conninfo, '=') ||
+      absl::StartsWith(conninfo, "postgresql://") ||
+      absl::StartsWith(conninfo, "postgres://")) {
+    char* error = nullptr;
+    parsed = PQconninfoParse(conninfo.c_str(), &error);
+    if (parsed == nullptr) {
+      // A conninfo libpq cannot parse never will: no retry.
+      absl::Status st = absl::FailedPreconditionError(
+          absl::StrCat("invalid postgres.conninfo: ",
+                       OneLine(error ? error : "out of memory")));
+      PQfreemem(error);
+      return st;
+    }
+  }
+  std::string user = OptionsValue(parsed);
+  PQconninfoFree(parsed);
+  if (user.empty()) {
+    // Without options in the conninfo libpq uses PGOPTIONS.
+    PQconninfoOption* defaults = PQconndefaults();
+    user = OptionsValue(defaults);
+    PQconninfoFree(defaults);
+  }
+  return absl::StrCat(user, user.empty() ? "" : " ", kServerOptions);
 }
 
 absl::StatusOr<std::unique_ptr<LibpqReplicationStream>>
@@ -166,8 +240,16 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
   if (options.tables.empty()) {
     return absl::InvalidArgumentError("no outbox tables configured");
   }
-  // The conninfo is expanded first; later keys override it. TimeZone and
-  // DateStyle fix wal2json's timestamp text so the decoder can parse it.
+  for (const std::string& prefix : options.message_prefixes) {
+    if (!ValidMessagePrefix(prefix)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "invalid logical message prefix \"", prefix,
+          "\": it must be non-empty, without ',', '\\' or whitespace"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::string server_options,
+                   ConnectionOptions(options.conninfo));
+  // The conninfo is expanded first; later keys override it.
   const char* keys[] = {"dbname",
                         "replication",
                         "options",
@@ -179,7 +261,7 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
   const std::string timeout = std::to_string(options.connect_timeout_s);
   const char* values[] = {options.conninfo.c_str(),
                           "database",
-                          "-c TimeZone=UTC -c DateStyle=ISO",
+                          server_options.c_str(),
                           options.application_name.c_str(),
                           timeout.c_str(),
                           "10",
@@ -293,7 +375,7 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
       Result res,
       Query(conn_,
             absl::StrCat("SELECT plugin, slot_type, database, active_pid, "
-                         "confirmed_flush_lsn, restart_lsn FROM "
+                         "confirmed_flush_lsn, restart_lsn, wal_status FROM "
                          "pg_catalog.pg_replication_slots WHERE slot_name = ",
                          Literal(conn_, options_.slot))));
   if (PQntuples(res.get()) == 0) {
@@ -301,6 +383,9 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
       return absl::FailedPreconditionError(
           absl::StrCat("replication slot \"", options_.slot,
                        "\" does not exist and postgres.create_slot is false"));
+    }
+    if (options_.history != nullptr) {
+      RETURN_IF_ERROR(options_.history->CheckCreate(server_));
     }
     ASSIGN_OR_RETURN(
         Result created,
@@ -311,6 +396,9 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                      ParseLsn(PQgetvalue(created.get(), 0, 1)));
     server_.slot_restart = server_.slot_confirmed_flush;
     server_.slot_created = true;
+    if (options_.history != nullptr) {
+      RETURN_IF_ERROR(options_.history->Record(server_));
+    }
     return absl::OkStatus();
   }
   std::string plugin = PQgetvalue(res.get(), 0, 0);
@@ -328,12 +416,6 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
         "replication slot \"", options_.slot, "\" belongs to database ",
         database, " but the relay is connected to ", server_.dbname));
   }
-  if (!PQgetisnull(res.get(), 0, 3)) {
-    return absl::UnavailableError(
-        absl::StrCat("replication slot \"", options_.slot,
-                     "\" is in use by process ", PQgetvalue(res.get(), 0, 3),
-                     " (another relay instance?); waiting for it"));
-  }
   if (!PQgetisnull(res.get(), 0, 4)) {
     ASSIGN_OR_RETURN(server_.slot_confirmed_flush,
                      ParseLsn(PQgetvalue(res.get(), 0, 4)));
@@ -342,7 +424,29 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
     ASSIGN_OR_RETURN(server_.slot_restart,
                      ParseLsn(PQgetvalue(res.get(), 0, 5)));
   }
+  flushed_ = server_.slot_confirmed_flush;
+  if (options_.history != nullptr) {
+    RETURN_IF_ERROR(options_.history->Record(server_));
+  }
+  if (absl::string_view(PQgetvalue(res.get(), 0, 6)) == "lost") {
+    return absl::FailedPreconditionError(SlotInvalidatedMessage(
+        options_.slot, server_.slot_confirmed_flush, options_.create_slot,
+        "pg_replication_slots.wal_status is 'lost'"));
+  }
+  if (!PQgetisnull(res.get(), 0, 3)) {
+    return absl::UnavailableError(
+        absl::StrCat("replication slot \"", options_.slot,
+                     "\" is in use by process ", PQgetvalue(res.get(), 0, 3),
+                     " (another relay instance?); waiting for it"));
+  }
   return absl::OkStatus();
+}
+
+absl::Status LibpqReplicationStream::StreamError(absl::Status st) const {
+  if (!IsSlotInvalidatedError(st.message())) return st;
+  return absl::FailedPreconditionError(
+      SlotInvalidatedMessage(options_.slot, flushed_, options_.create_slot,
+                             absl::StrCat("server said: ", st.message())));
 }
 
 absl::Status LibpqReplicationStream::Start(Lsn start) {
@@ -358,7 +462,7 @@ absl::Status LibpqReplicationStream::Start(Lsn start) {
       st = absl::UnavailableError(st.message());
     }
     PQclear(res);
-    return st;
+    return StreamError(st);
   }
   PQclear(res);
   streaming_ = true;
@@ -373,7 +477,8 @@ absl::StatusOr<bool> LibpqReplicationStream::Read(StreamMessage* out) {
   int n = PQgetCopyData(conn_, &buffer_, /*async=*/1);
   if (n == 0) {
     if (!PQconsumeInput(conn_)) {
-      return ServerError("replication connection lost", PQerrorMessage(conn_));
+      return StreamError(
+          ServerError("replication connection lost", PQerrorMessage(conn_)));
     }
     n = PQgetCopyData(conn_, &buffer_, 1);
     if (n == 0) return false;
@@ -387,10 +492,11 @@ absl::StatusOr<bool> LibpqReplicationStream::Read(StreamMessage* out) {
       }
       PQclear(res);
     }
-    return absl::UnavailableError(msg);
+    return StreamError(absl::UnavailableError(msg));
   }
   if (n < 0) {
-    return ServerError("replication connection lost", PQerrorMessage(conn_));
+    return StreamError(
+        ServerError("replication connection lost", PQerrorMessage(conn_)));
   }
   ASSIGN_OR_RETURN(*out, ParseCopyData(absl::string_view(buffer_, n)));
   return true;
@@ -398,6 +504,7 @@ absl::StatusOr<bool> LibpqReplicationStream::Read(StreamMessage* out) {
 
 absl::Status LibpqReplicationStream::SendStatus(Lsn received, Lsn flushed,
                                                 bool reply_requested) {
+  flushed_ = std::max(flushed_, flushed);
   std::string msg = EncodeStandbyStatus(
       received, flushed, flushed, RealClock()->UnixMicros(), reply_requested);
   if (PQputCopyData(conn_, msg.data(), static_cast<int>(msg.size())) != 1 ||

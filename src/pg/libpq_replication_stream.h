@@ -5,12 +5,17 @@
 // needs, turning each failure into one actionable line:
 //   FailedPrecondition  wal_level not logical, wal2json not allowed by
 //                       output_plugin_libraries or not installed, no
-//                       REPLICATION privilege, slot missing (create_slot off),
-//                       slot made with another plugin or for another
-//                       database, outbox table or column missing
+//                       REPLICATION privilege, slot missing (create_slot off,
+//                       or the SlotHistory refuses to create it anew), slot
+//                       made with another plugin or for another database,
+//                       slot invalidated (wal_status lost), outbox table or
+//                       column missing
 //   Unavailable         server unreachable, or the slot is held by another
 //                       process (a hot standby waits on this and retries)
-// Start() then streams from the slot; Read() never blocks.
+// Start() then streams from the slot; Read() never blocks. Both turn the
+// server's "can no longer get changes from replication slot" and "requested
+// WAL segment ... has already been removed" into FailedPrecondition naming
+// the slot and its last confirmed LSN: no retry brings that WAL back.
 //
 // Threading: one thread owns an instance. The only file in the project that
 // includes libpq-fe.h for replication.
@@ -23,15 +28,24 @@
 
 #include "absl/status/statusor.h"
 #include "outbox/replication_stream.h"
+#include "pg/slot_history.h"
 
 struct pg_conn;
 
 namespace outbox {
 
+// The logical message prefix wal2json is asked to keep when the relay wants
+// none: wal2json has no other way to drop them all. Reserved for the relay.
+inline constexpr char kReservedMessagePrefix[] = "outbox-relay.reserved";
+
 struct ReplicationOptions {
   std::string conninfo;  // libpq conninfo or URI; "" = PG* environment
   std::string slot = "outbox_relay";
+  // Create the slot when it is missing, if `history` (when set) agrees.
   bool create_slot = true;
+  // Remembers the slot and decides whether a missing one may be created
+  // (see slot_history.h). Not owned; null: create whenever missing.
+  SlotHistory* history = nullptr;
   // Tables to stream, each with the columns that must exist.
   struct Table {
     std::string schema;
@@ -39,6 +53,12 @@ struct ReplicationOptions {
     std::vector<std::string> required_columns;
   };
   std::vector<Table> tables;
+  // Logical decoding messages (pg_logical_emit_message) to decode, by exact
+  // prefix; empty decodes none (kReservedMessagePrefix excepted). Each is
+  // non-empty, without ',', '\\' or whitespace (wal2json's list syntax).
+  // The plugin drops every other message, so a message from any session
+  // cannot reach, or stop, the relay.
+  std::vector<std::string> message_prefixes;
   int connect_timeout_s = 10;  // libpq connect_timeout; 0 waits for ever
   // application_name shown in pg_stat_replication.
   std::string application_name = "outbox-relay";
@@ -73,6 +93,14 @@ class LibpqReplicationStream : public ReplicationStream {
   // The wal2json options START_REPLICATION passes (for logs and tests).
   static std::string PluginOptions(const ReplicationOptions& options);
 
+  // The libpq "options" (server settings) of the replication connection:
+  // the user's own, from `conninfo` (keyword string or URI) or else from
+  // PGOPTIONS, followed by ours, which win where both set a parameter:
+  // TimeZone=UTC, DateStyle=ISO and bytea_output=hex (whatever the role or
+  // database sets). FailedPrecondition for a conninfo libpq cannot parse.
+  static absl::StatusOr<std::string> ConnectionOptions(
+      const std::string& conninfo);
+
  private:
   LibpqReplicationStream(pg_conn* conn, ReplicationOptions options)
       : conn_(conn), options_(std::move(options)) {}
@@ -83,8 +111,13 @@ class LibpqReplicationStream : public ReplicationStream {
   pg_conn* conn_;
   ReplicationOptions options_;
   ServerInfo server_;
+  // A server error during Start() or Read(), rewritten when it says the
+  // slot was invalidated.
+  absl::Status StreamError(absl::Status st) const;
+
   char* buffer_ = nullptr;  // last PQgetCopyData buffer, freed on next Read
   bool streaming_ = false;
+  Lsn flushed_ = kInvalidLsn;  // highest flush position sent
 };
 
 }  // namespace outbox

@@ -22,16 +22,17 @@ char* StoreBigEndian64(uint64_t v, char* p) {
 }
 
 absl::Status ShortMessage(char type, size_t got, size_t want) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("replication message '", absl::string_view(&type, 1),
-                   "' too short: ", got, " bytes, need at least ", want));
+  return absl::DataLossError(absl::StrCat(
+      "malformed replication message: '", absl::string_view(&type, 1),
+      "' too short: ", got, " bytes, need at least ", want));
 }
 
 }  // namespace
 
 absl::StatusOr<StreamMessage> ParseCopyData(absl::string_view bytes) {
   if (bytes.empty()) {
-    return absl::InvalidArgumentError("empty replication CopyData message");
+    return absl::DataLossError(
+        "malformed replication message: empty CopyData message");
   }
   const char* p = bytes.data();
   StreamMessage msg;
@@ -58,8 +59,8 @@ absl::StatusOr<StreamMessage> ParseCopyData(absl::string_view bytes) {
       msg.reply_requested = p[17] != 0;
       return msg;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown replication message type 0x",
+      return absl::DataLossError(absl::StrCat(
+          "malformed replication message: unknown type 0x",
           absl::Hex(static_cast<unsigned char>(p[0]), absl::kZeroPad2), " (",
           bytes.size(), " bytes)"));
   }

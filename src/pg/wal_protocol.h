@@ -37,7 +37,10 @@ inline constexpr int64_t kPgEpochOffsetMicros = int64_t{946684800} * 1000000;
 // Decodes one CopyData message from the walsender. For XLogData, payload
 // is a view into `bytes`: it lives as long as the caller's buffer. Trailing
 // bytes after a keepalive are ignored, as pg_recvlogical does.
-// InvalidArgument for an empty or short message or an unknown type byte.
+// DataLoss for an empty or short message or an unknown type byte: the
+// stream itself is unreadable, which no row-level policy can fix (the
+// supervisor exits kExitStream), and the message says "malformed
+// replication message".
 absl::StatusOr<StreamMessage> ParseCopyData(absl::string_view bytes);
 
 // The 'r' message, kStandbyStatusSize bytes, ready for PQputCopyData.

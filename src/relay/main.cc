@@ -31,10 +31,13 @@ outbox::HealthState Health(const outbox::RelayMetrics& metrics,
   int64_t idle_us = RealClock()->NowMicros() - metrics.last_turn_us();
   h.alive =
       idle_us < kAliveSlackUs + config.postgres.connect_timeout_s * 1'000'000;
-  h.ready = h.alive && metrics.streaming();
+  const std::string slot_problem = metrics.slot_problem();
+  h.ready = h.alive && metrics.streaming() && slot_problem.empty();
   if (!h.alive) {
     h.detail = absl::StrCat("relay loop has not turned for ",
                             idle_us / 1'000'000, " s");
+  } else if (!slot_problem.empty()) {
+    h.detail = slot_problem;
   } else if (h.ready) {
     h.detail = absl::StrCat("streaming from slot ", config.postgres.slot);
   } else {

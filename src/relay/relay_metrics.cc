@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -187,6 +188,22 @@ void RelayMetrics::SetSlot(const SlotStatus& slot) {
   for (size_t i = 0; i < std::size(kWalStatuses); ++i) {
     wal_status_->by_status[i]->Set(slot.wal_status == kWalStatuses[i] ? 1 : 0);
   }
+  std::string problem;
+  if (slot.wal_status == "lost") {
+    // The relay itself stops with the whole fix (pg/slot_loss.h).
+    problem = absl::StrCat(
+        "replication slot \"", slot.slot_name,
+        "\" is invalidated (wal_status 'lost': the server removed WAL it "
+        "still needed): events committed after ",
+        FormatLsn(slot.confirmed_flush_lsn), " are in no slot");
+  }
+  std::lock_guard<std::mutex> lock(slot_problem_mu_);
+  slot_problem_ = std::move(problem);
+}
+
+std::string RelayMetrics::slot_problem() const {
+  std::lock_guard<std::mutex> lock(slot_problem_mu_);
+  return slot_problem_;
 }
 
 void RelayMetrics::OnSlotMonitorError() { slot_monitor_errors_->Increment(); }

@@ -1,8 +1,8 @@
 // RelayMetrics: outbox-relay's Prometheus metrics and health state.
 //
 // The relay thread updates them (Relay calls the On*/Set* methods); the HTTP
-// server's threads read the registry and Health(). prometheus-cpp metrics
-// are thread safe; the health fields are atomics.
+// server's threads read the registry and the health state. prometheus-cpp
+// metrics are thread safe; the health fields are atomics or guarded.
 //
 //   outbox_relay_events_delivered_total{topic}   events Kafka acknowledged
 //   outbox_relay_bytes_delivered_total{topic}    their value bytes
@@ -41,9 +41,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "outbox/lsn.h"
@@ -101,6 +103,10 @@ class RelayMetrics {
     return last_turn_us_.load(std::memory_order_relaxed);
   }
   bool streaming() const { return streaming_.load(std::memory_order_relaxed); }
+  // Why the slot cannot serve the relay, from the slot monitor's last
+  // SetSlot(): its wal_status is 'lost' (invalidated: the server removed
+  // WAL it needed). "" while the slot is usable. /readyz fails with it.
+  std::string slot_problem() const;
 
  private:
   struct TopicCounters {
@@ -139,6 +145,8 @@ class RelayMetrics {
   bool latency_is_pending_ = false;
   std::atomic<int64_t> last_turn_us_{0};
   std::atomic<bool> streaming_{false};
+  mutable std::mutex slot_problem_mu_;
+  std::string slot_problem_ ABSL_GUARDED_BY(slot_problem_mu_);
 };
 
 }  // namespace outbox

@@ -10,19 +10,23 @@
 #include "common/logging.h"
 #include "decode/wal2json_decoder.h"
 #include "kafka/rdkafka_sink.h"
+#include "outbox/status_macros.h"
 #include "pg/libpq_replication_stream.h"
 #include "pg/slot_monitor.h"
+#include "relay/file_slot_history.h"
 #include "relay/relay.h"
 #include "route/router.h"
 
 namespace outbox {
 namespace {
 
-ReplicationOptions StreamOptions(const Config& config, const Router& router) {
+ReplicationOptions StreamOptions(const Config& config, const Router& router,
+                                 SlotHistory* history) {
   ReplicationOptions o;
   o.conninfo = config.postgres.conninfo;
   o.slot = config.postgres.slot;
   o.create_slot = config.postgres.create_slot;
+  o.history = history;
   o.connect_timeout_s = static_cast<int>(config.postgres.connect_timeout_s);
   for (const auto& t : router.RequiredColumns()) {
     o.tables.push_back({t.schema, t.table, t.columns});
@@ -84,19 +88,38 @@ void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop,
 
 constexpr std::chrono::milliseconds kSlotMonitorTick{500};
 
+absl::StatusOr<std::unique_ptr<FileSlotHistory>> OpenHistory(
+    const Config& config) {
+  std::string dir = config.postgres.state_dir;
+  if (dir.empty()) {
+    ASSIGN_OR_RETURN(dir, FileSlotHistory::DefaultStateDir());
+  }
+  Lsn acknowledged = kInvalidLsn;
+  if (!config.postgres.acknowledge_slot_loss.empty()) {
+    ASSIGN_OR_RETURN(acknowledged,
+                     ParseLsn(config.postgres.acknowledge_slot_loss));
+  }
+  return FileSlotHistory::Open(dir, config.postgres.slot, acknowledged);
+}
+
 // Queries the slot every kSlotMonitorInterval on its own thread, over a
 // normal connection (never the replication one: a slow query must not stall
-// the relay loop), and sets the slot gauges. Errors are counted and logged
-// once per distinct message; the next round reconnects. Destruction waits
-// for a query or connect in progress (at most postgres.connect_timeout_s).
+// the relay loop), sets the slot gauges (with metrics) and moves the slot
+// marker's confirmed position (with a history). Errors are counted and
+// logged once per distinct message; the next round reconnects. Destruction
+// waits for a query or connect in progress (at most
+// postgres.connect_timeout_s).
 
 class SlotMonitorThread {
  public:
-  SlotMonitorThread(const Config& config, RelayMetrics* metrics)
+  // `metrics` and `history` may each be null.
+  SlotMonitorThread(const Config& config, RelayMetrics* metrics,
+                    FileSlotHistory* history)
       : conninfo_(config.postgres.conninfo),
         slot_(config.postgres.slot),
         connect_timeout_s_(static_cast<int>(config.postgres.connect_timeout_s)),
         metrics_(metrics),
+        history_(history),
         thread_([this] { Loop(); }) {}
   ~SlotMonitorThread() {
     {
@@ -117,8 +140,9 @@ class SlotMonitorThread {
     std::unique_lock<std::mutex> lock(mu_);
     while (!done_) {
       auto now = std::chrono::steady_clock::now();
-      if (now >= next || metrics_->streaming() != streaming) {
-        streaming = metrics_->streaming();
+      const bool now_streaming = metrics_ != nullptr && metrics_->streaming();
+      if (now >= next || now_streaming != streaming) {
+        streaming = now_streaming;
         lock.unlock();
         QueryOnce();
         lock.lock();
@@ -141,22 +165,29 @@ class SlotMonitorThread {
       if (!absl::IsNotFound(s.status())) Failed(s.status());
       return;
     }
-    metrics_->SetSlot(*s);
+    if (metrics_ != nullptr) metrics_->SetSlot(*s);
+    if (history_ != nullptr) {
+      if (absl::Status h = history_->Confirmed(s->confirmed_flush_lsn);
+          !h.ok()) {
+        return Failed(h, "cannot update the slot marker");
+      }
+    }
     last_error_.clear();
   }
 
-  void Failed(const absl::Status& s) {
-    metrics_->OnSlotMonitorError();
+  void Failed(const absl::Status& s,
+              absl::string_view what = "cannot query the replication slot") {
+    if (metrics_ != nullptr) metrics_->OnSlotMonitorError();
     if (s.message() == last_error_) return;
     last_error_ = std::string(s.message());
-    Log(Severity::kWarn, "cannot query the replication slot",
-        {{"slot", slot_}, {"error", last_error_}});
+    Log(Severity::kWarn, what, {{"slot", slot_}, {"error", last_error_}});
   }
 
   const std::string conninfo_;
   const std::string slot_;
   const int connect_timeout_s_;
   RelayMetrics* metrics_;
+  FileSlotHistory* history_;
   std::unique_ptr<SlotMonitor> monitor_;  // monitor thread only
   std::string last_error_;                // monitor thread only
   std::mutex mu_;
@@ -177,14 +208,27 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   KafkaOptions kafka = RelayKafkaOptions(config);
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
+  // A relay that may create its slot remembers it (FileSlotHistory), so a
+  // slot that disappears is not created anew; one that may not needs no
+  // memory.
+  std::unique_ptr<FileSlotHistory> history;
+  if (config.postgres.create_slot) {
+    absl::StatusOr<std::unique_ptr<FileSlotHistory>> h = OpenHistory(config);
+    if (!h.ok()) {
+      Log(Severity::kError, std::string(h.status().message()));
+      return kExitPrecondition;
+    }
+    history = std::move(*h);
+  }
   std::unique_ptr<SlotMonitorThread> slot_monitor;
-  if (metrics != nullptr) {
-    slot_monitor = std::make_unique<SlotMonitorThread>(config, metrics);
+  if (metrics != nullptr || history != nullptr) {
+    slot_monitor =
+        std::make_unique<SlotMonitorThread>(config, metrics, history.get());
   }
   while (!stop.load()) {
     if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
-    auto stream =
-        LibpqReplicationStream::Connect(StreamOptions(config, **router));
+    auto stream = LibpqReplicationStream::Connect(
+        StreamOptions(config, **router, history.get()));
     if (!stream.ok()) {
       const absl::Status& s = stream.status();
       if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
@@ -215,6 +259,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
          {"database", server.dbname},
          {"slot", config.postgres.slot},
          {"slot_created", server.slot_created ? "true" : "false"},
+         {"slot_marker", history != nullptr ? history->path() : "none"},
          {"start_lsn", FormatLsn(server.slot_confirmed_flush)},
          {"kafka", config.kafka.brokers},
          {"mapping", Mapping(config)}});
@@ -228,6 +273,14 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
         {{"delivered", absl::StrCat(st.events_delivered)},
          {"confirmed_lsn", FormatLsn(st.confirmed)},
          {"status", s.ok() ? "ok" : std::string(s.message())}});
+    if (history != nullptr && st.confirmed != kInvalidLsn) {
+      // Everything up to it is in Kafka: if the slot is lost later, the
+      // events after it are the ones to re-publish.
+      if (absl::Status h = history->Confirmed(st.confirmed); !h.ok()) {
+        Log(Severity::kWarn, "cannot update the slot marker",
+            {{"marker", history->path()}, {"error", std::string(h.message())}});
+      }
+    }
     if (s.ok()) return kExitOk;
     if (absl::IsInvalidArgument(s)) {
       Log(Severity::kError, std::string(s.message()));

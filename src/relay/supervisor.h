@@ -5,12 +5,17 @@
 //                     instance, fatal producer error: a fresh producer and
 //                     stream restart from the slot's confirmed position)
 //   FailedPrecondition  exit kExitPrecondition with the one-line reason
+//                     (also a missing slot the relay streamed from
+//                     before, see FileSlotHistory, and a slot the server
+//                     invalidated)
 //   InvalidArgument   a poison row under on_invalid=halt: kExitHalted
-//   DataLoss          an undecodable stream record: kExitStream
+//   DataLoss          an undecodable stream record or a malformed
+//                     replication message: kExitStream
 // With a RelayMetrics, each session's Relay updates it, the supervisor counts
 // reconnects and keeps the health heartbeat turning between sessions, and a
 // background thread queries the slot's WAL retention every
-// kSlotMonitorInterval over a normal libpq connection (SlotMonitor).
+// kSlotMonitorInterval over a normal libpq connection (SlotMonitor); the
+// same thread moves the slot marker's confirmed position.
 // Threading: RunRelay() runs on the calling thread (plus the slot monitor
 // thread it starts and joins); `stop` may be set from a signal handler.
 #ifndef OUTBOX_RELAY_SUPERVISOR_H_

@@ -203,6 +203,8 @@ TEST(ConfigTest, TypeErrorsAreOneLine) {
            {"limits: {max_tracked_events: 0}", "must be at least 1"},
            {"limits: {max_inflight_bytes: 3 TB}", "expected an integer"},
            {"postgres: {create_slot: maybe}", "expected true or false"},
+           {"postgres: {acknowledge_slot_loss: yesterday}",
+            "\"postgres.acknowledge_slot_loss\": \"yesterday\" is not an LSN"},
            {"log: {level: verbose}",
             "expected one of debug | info | warn | error"},
            {"poller: {mode: drop}", "expected one of mark | delete"},

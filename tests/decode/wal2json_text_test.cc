@@ -101,6 +101,68 @@ TEST(UnescapeJsonStringTest, AgreesWithSimdjson) {
   }
 }
 
+TEST(UnescapeJsonStringTest, CopiesBytesThatAreNotUtf8) {
+  EXPECT_EQ(Unescape("\xff\xfe"), "\xff\xfe");
+  EXPECT_EQ(Unescape("a\xc0\\n\xed\xa0\x80\\\"z"), "a\xc0\n\xed\xa0\x80\"z");
+}
+
+// Returns `text` with ReplaceInvalidUtf8's '?' for each bad byte.
+std::string Replaced(std::string text, size_t* count = nullptr) {
+  size_t n = ReplaceInvalidUtf8(text.data(), text.size(), '?');
+  if (count != nullptr) *count = n;
+  return text;
+}
+
+TEST(ReplaceInvalidUtf8Test, KeepsWellFormedText) {
+  for (const char* text :
+       {"", "plain ascii", "\x7f", "\xc2\x80", "\xdf\xbf",  // U+0080, U+07FF
+        "\xe0\xa0\x80", "\xed\x9f\xbf",                     // U+0800, U+D7FF
+        "\xee\x80\x80", "\xef\xbf\xbf",                     // U+E000, U+FFFF
+        "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf",             // U+10000, U+10FFFF
+        "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80"}) {
+    size_t count = 1;
+    EXPECT_EQ(Replaced(text, &count), text);
+    EXPECT_EQ(count, 0u) << text;
+  }
+}
+
+TEST(ReplaceInvalidUtf8Test, ReplacesEachBadByteInPlace) {
+  size_t count = 0;
+  EXPECT_EQ(Replaced("\xff\xfe", &count), "??");
+  EXPECT_EQ(count, 2u);
+  EXPECT_EQ(Replaced("a\x80z"), "a?z");             // lone continuation
+  EXPECT_EQ(Replaced("\xc0\x80"), "??");            // overlong NUL
+  EXPECT_EQ(Replaced("\xc1\xbf"), "??");            // overlong
+  EXPECT_EQ(Replaced("\xe0\x80\x80"), "???");       // overlong
+  EXPECT_EQ(Replaced("\xed\xa0\x80"), "???");       // surrogate U+D800
+  EXPECT_EQ(Replaced("\xf0\x80\x80\x80"), "????");  // overlong
+  EXPECT_EQ(Replaced("\xf4\x90\x80\x80"), "????");  // above U+10FFFF
+  EXPECT_EQ(Replaced("\xf5\x80\x80\x80"), "????");  // never a lead byte
+  EXPECT_EQ(Replaced("ok\xe2\x82"), "ok??");        // truncated at the end
+  EXPECT_EQ(Replaced("\xe2\x82z\xc3\xa9"), "??z\xc3\xa9");  // then valid
+  EXPECT_EQ(Replaced("\xc3\xa9\xc3"), "\xc3\xa9?");
+}
+
+TEST(ReplaceInvalidUtf8Test, AgreesWithSimdjson) {
+  // Random bytes biased towards UTF-8 lead and continuation bytes: after
+  // replacement simdjson accepts the text, and text it accepted before is
+  // left alone.
+  static const unsigned char kBytes[] = {
+      'a',  0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc2, 0xdf,
+      0xe0, 0xe1, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    std::string text(rng() % 9, '\0');
+    for (char& c : text) c = static_cast<char>(kBytes[rng() % sizeof(kBytes)]);
+    const bool valid = simdjson::validate_utf8(text.data(), text.size());
+    size_t count = 0;
+    std::string out = Replaced(text, &count);
+    EXPECT_TRUE(simdjson::validate_utf8(out.data(), out.size())) << text;
+    EXPECT_EQ(count == 0, valid) << text;
+    EXPECT_EQ(out.size(), text.size());
+  }
+}
+
 TEST(HasBackslashTest, FindsOnlyInsideTheRange) {
   EXPECT_FALSE(HasBackslashIn(""));
   EXPECT_FALSE(HasBackslashIn("abcdefg"));

@@ -164,7 +164,8 @@ class FaultTest : public ::testing::TestWithParam<System> {
       args.push_back(a);
     }
     if (relay()) {
-      args.insert(args.end(), {"--slot", slot_});
+      args.insert(args.end(), {"--slot", slot_, "--set",
+                               "postgres.state_dir=" + dir_ + "/state"});
     } else {
       args.insert(args.end(), {"--set", "poller.interval_ms=100", "--set",
                                "poller.backoff_initial_ms=100", "--set",

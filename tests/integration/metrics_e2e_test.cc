@@ -98,8 +98,8 @@ TEST_F(MetricsE2ETest, ScrapesMetricsHealthAndStatusDuringARun) {
   relay_ = Process::Start(
       {BinaryPath("outbox-relay"), "--pg", env_->pg_conninfo(), "--kafka",
        env_->kafka_brokers(), "--slot", slot_, "--tables", "public." + table_,
-       "--set", "http.listen=127.0.0.1:0", "--set",
-       "log.progress_interval_s=1"},
+       "--set", "http.listen=127.0.0.1:0", "--set", "log.progress_interval_s=1",
+       "--set", "postgres.state_dir=" + dir_ + "/state"},
       dir_ + "/relay.log");
 
   // Port 0: the relay logs the port it bound in its startup line.

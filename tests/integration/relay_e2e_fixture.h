@@ -73,8 +73,14 @@ class RelayE2ETest : public ::testing::Test {
             "--set",
             "postgres.reconnect_backoff_max_ms=1000",
             "--set",
-            "http.listen=127.0.0.1:0"};
+            "http.listen=127.0.0.1:0",
+            "--set",
+            "postgres.state_dir=" + StateDir()};
   }
+
+  // The relay's slot marker directory: one per test, so a test's slot
+  // history starts empty and stays out of $HOME.
+  std::string StateDir() const { return dir_ + "/state"; }
 
   void StartRelay(std::vector<std::string> extra = {}) {
     auto args = RelayArgs();

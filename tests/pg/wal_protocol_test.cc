@@ -139,7 +139,7 @@ TEST(WalProtocolTest, RejectsEveryTruncation) {
       auto parsed = ParseCopyData(absl::string_view(full.data(), len));
       if (len < need) {
         ASSERT_FALSE(parsed.ok()) << full[0] << " len " << len;
-        EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+        EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss);
         if (len > 0) {
           EXPECT_NE(
               parsed.status().message().find(std::to_string(len) + " bytes"),
@@ -163,8 +163,9 @@ TEST(WalProtocolTest, RejectsUnknownType) {
     std::string msg = std::string(1, type) + std::string(40, '\0');
     auto parsed = ParseCopyData(msg);
     ASSERT_FALSE(parsed.ok()) << int{type};
-    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(parsed.status().message().find("unknown"),
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(parsed.status().message().find(
+                  "malformed replication message: unknown type"),
               absl::string_view::npos);
     EXPECT_NE(parsed.status().message().find("41 bytes"),
               absl::string_view::npos)

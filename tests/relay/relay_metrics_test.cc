@@ -105,5 +105,24 @@ TEST_F(RelayMetricsTest, CountsFailedDeliveries) {
   EXPECT_FALSE(metrics_->streaming());
 }
 
+TEST_F(RelayMetricsTest, ALostSlotIsASlotProblemWhileItLasts) {
+  SlotStatus slot;
+  slot.slot_name = "outbox_relay";
+  slot.confirmed_flush_lsn = 0x16B3748;
+  slot.wal_status = "reserved";
+  metrics_->SetSlot(slot);
+  EXPECT_EQ(metrics_->slot_problem(), "");
+  slot.wal_status = "lost";
+  metrics_->SetSlot(slot);
+  EXPECT_THAT(metrics_->slot_problem(),
+              ::testing::AllOf(
+                  ::testing::HasSubstr("\"outbox_relay\" is invalidated"),
+                  ::testing::HasSubstr("events committed after 0/16B3748")));
+  EXPECT_EQ(Get("outbox_relay_slot_wal_status", {{"status", "lost"}}), 1);
+  slot.wal_status = "unreserved";  // still usable, if barely
+  metrics_->SetSlot(slot);
+  EXPECT_EQ(metrics_->slot_problem(), "");
+}
+
 }  // namespace
 }  // namespace outbox::testing

@@ -1,0 +1,43 @@
+// SlotHistory: what the relay remembers of its replication slot, so that a
+// slot that disappeared (dropped by hand, not carried over by a failover,
+// invalidated and dropped) is never silently created anew. A new slot
+// starts at the current WAL position: the events committed after the old
+// slot's last confirmed position would then be in no slot, lost without a
+// word.
+//
+// LibpqReplicationStream::Connect() consults it, after IDENTIFY_SYSTEM and
+// the slot lookup:
+//   - the slot exists (wal2json, this database): Record() with its
+//     confirmed position, before any check of its state (held by another
+//     process, invalidated), so what is remembered matches what a refusal
+//     names;
+//   - the slot is missing and postgres.create_slot is on: CheckCreate()
+//     decides; OK means this is a genuine first run, anything else is
+//     returned from Connect() as is (FailedPrecondition, one line naming the
+//     lost range and the fix);
+//   - after creating it: Record() with the new slot's position.
+// Implementations decide how they remember (FileSlotHistory: a marker file
+// plus the process's memory). Threading: as the implementation says.
+#ifndef OUTBOX_PG_SLOT_HISTORY_H_
+#define OUTBOX_PG_SLOT_HISTORY_H_
+
+#include "absl/status/status.h"
+
+namespace outbox {
+
+struct ServerInfo;
+
+class SlotHistory {
+ public:
+  virtual ~SlotHistory() = default;
+
+  // OK if the missing slot may be created on `server`.
+  virtual absl::Status CheckCreate(const ServerInfo& server) = 0;
+  // The slot exists on `server` at server.slot_confirmed_flush. Non-OK
+  // fails Connect() (the history could not be kept).
+  virtual absl::Status Record(const ServerInfo& server) = 0;
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_PG_SLOT_HISTORY_H_

@@ -1,0 +1,50 @@
+#include "pg/slot_loss.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace outbox {
+
+std::string LostEventsAndFix(absl::string_view slot, Lsn last_confirmed,
+                             bool can_create, absl::string_view marker_path) {
+  const std::string lsn = FormatLsn(last_confirmed);
+  std::string out = absl::StrCat(
+      "events committed after ", lsn,
+      " are in no slot. Re-publish them from the outbox table (consumers "
+      "de-duplicate on the id header), then ");
+  if (!can_create) {
+    absl::StrAppend(&out,
+                    "create the slot again (SELECT "
+                    "pg_create_logical_replication_slot('",
+                    slot, "', 'wal2json')); postgres.create_slot is false");
+    return out;
+  }
+  absl::StrAppend(&out, "start the relay once with --set ",
+                  kAcknowledgeSlotLossKey, "=", lsn,
+                  " to create the slot anew");
+  if (!marker_path.empty()) {
+    absl::StrAppend(&out, " (or delete ", marker_path, ")");
+  }
+  return out;
+}
+
+bool IsSlotInvalidatedError(absl::string_view server_message) {
+  return absl::StrContains(server_message,
+                           "can no longer get changes from replication slot") ||
+         absl::StrContains(server_message, "This slot has been invalidated") ||
+         (absl::StrContains(server_message, "requested WAL segment") &&
+          absl::StrContains(server_message, "has already been removed"));
+}
+
+std::string SlotInvalidatedMessage(absl::string_view slot, Lsn last_confirmed,
+                                   bool can_create, absl::string_view why) {
+  return absl::StrCat(
+      "replication slot \"", slot,
+      "\" was invalidated: the server removed WAL it still needed "
+      "(max_slot_wal_keep_size) [",
+      why, "]. Its last confirmed LSN is ", FormatLsn(last_confirmed),
+      ": drop it (SELECT pg_drop_replication_slot('", slot, "')); ",
+      LostEventsAndFix(slot, last_confirmed, can_create, ""));
+}
+
+}  // namespace outbox

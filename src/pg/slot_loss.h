@@ -1,0 +1,40 @@
+// The words for a replication slot that lost events: one place, so every
+// refusal (a dropped slot, an invalidated one) names the lost range and the
+// fix the same way. Pure functions; thread safe.
+#ifndef OUTBOX_PG_SLOT_LOSS_H_
+#define OUTBOX_PG_SLOT_LOSS_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "outbox/lsn.h"
+
+namespace outbox {
+
+// The config key that lets the relay create a slot anew after a loss, set
+// to the last confirmed LSN the refusal named.
+inline constexpr char kAcknowledgeSlotLossKey[] =
+    "postgres.acknowledge_slot_loss";
+
+// "events committed after <lsn> are in no slot. Re-publish them ..., then
+// <how to get a new slot>". `can_create`: the relay may create slots
+// (postgres.create_slot); then the fix is a restart with
+// kAcknowledgeSlotLossKey=<lsn>, or deleting `marker_path` when not empty.
+// Otherwise the fix is to create the slot by hand.
+std::string LostEventsAndFix(absl::string_view slot, Lsn last_confirmed,
+                             bool can_create, absl::string_view marker_path);
+
+// True if a server error says the slot was invalidated or its WAL removed:
+// "can no longer get changes from replication slot", "requested WAL
+// segment ... has already been removed", "This slot has been invalidated".
+bool IsSlotInvalidatedError(absl::string_view server_message);
+
+// The refusal for an invalidated slot: names it, its last confirmed LSN,
+// why (`why`: wal_status or the server's words), and what to do: drop it,
+// re-publish, get a new slot.
+std::string SlotInvalidatedMessage(absl::string_view slot, Lsn last_confirmed,
+                                   bool can_create, absl::string_view why);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_PG_SLOT_LOSS_H_

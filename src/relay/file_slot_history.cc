@@ -1,0 +1,232 @@
+#include "relay/file_slot_history.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/logging.h"
+#include "pg/libpq_replication_stream.h"
+#include "pg/slot_loss.h"
+
+namespace outbox {
+namespace {
+
+constexpr char kHeader[] =
+    "# outbox-relay streamed from the replication slot below. While this\n"
+    "# file exists the relay will not create the slot anew: events committed\n"
+    "# after confirmed_lsn would be in no slot (README, \"Slot creation\").\n";
+
+std::string Errno(absl::string_view what, const std::string& path) {
+  return absl::StrCat(what, " ", path, ": ", std::strerror(errno));
+}
+
+// Writes all of `data` to `fd`.
+bool WriteAll(int fd, absl::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FileSlotHistory::DefaultStateDir() {
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  if (xdg != nullptr && xdg[0] == '/')
+    return absl::StrCat(xdg, "/outbox-relay");
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/') {
+    return absl::StrCat(home, "/.local/state/outbox-relay");
+  }
+  return absl::FailedPreconditionError(
+      "postgres.state_dir is not set and neither XDG_STATE_HOME nor HOME "
+      "is: set postgres.state_dir to a directory that outlives the relay "
+      "(it keeps the slot marker)");
+}
+
+absl::StatusOr<std::unique_ptr<FileSlotHistory>> FileSlotHistory::Open(
+    const std::string& state_dir, const std::string& slot,
+    Lsn acknowledged_loss) {
+  std::error_code ec;
+  const bool created = std::filesystem::create_directories(state_dir, ec);
+  if (created && !ec) {  // an existing directory keeps its owner's mode
+    std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+  }
+  if (ec || ::access(state_dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot use postgres.state_dir ", state_dir,
+        " for the slot marker: ", ec ? ec.message() : std::strerror(errno),
+        "; set postgres.state_dir to a writable directory that outlives the "
+        "relay"));
+  }
+  std::unique_ptr<FileSlotHistory> h(
+      new FileSlotHistory(slot, state_dir, acknowledged_loss));
+  std::ifstream in(h->path_);
+  if (in.is_open()) {
+    std::stringstream text;
+    text << in.rdbuf();
+    std::lock_guard<std::mutex> lock(h->mu_);
+    h->known_ = Parse(text.str(), slot);
+  }
+  return h;
+}
+
+FileSlotHistory::Marker FileSlotHistory::Parse(const std::string& text,
+                                               const std::string& slot) {
+  Marker m;
+  std::string marker_slot;
+  std::string lsn;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(line, absl::MaxSplits('=', 1));
+    if (kv.first == "slot") marker_slot = std::string(kv.second);
+    if (kv.first == "system_id") m.system_id = std::string(kv.second);
+    if (kv.first == "database") m.database = std::string(kv.second);
+    if (kv.first == "confirmed_lsn") lsn = std::string(kv.second);
+  }
+  absl::StatusOr<Lsn> confirmed = ParseLsn(lsn);
+  if (marker_slot != slot) {
+    m.unreadable = absl::StrCat("it names slot \"", marker_slot, "\"");
+  } else if (m.system_id.empty() || m.database.empty() || !confirmed.ok()) {
+    m.unreadable = "system_id, database or confirmed_lsn is missing";
+  } else {
+    m.confirmed = *confirmed;
+  }
+  return m;
+}
+
+absl::Status FileSlotHistory::Write(const Marker& m) const {
+  const std::string text =
+      absl::StrCat(kHeader, "slot=", slot_, "\nsystem_id=", m.system_id,
+                   "\ndatabase=", m.database,
+                   "\nconfirmed_lsn=", FormatLsn(m.confirmed), "\n");
+  const std::string tmp = absl::StrCat(path_, ".tmp.", ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(Errno("cannot create", tmp));
+  }
+  bool ok = WriteAll(fd, text) && ::fsync(fd) == 0;
+  std::string error = ok ? "" : Errno("cannot write", tmp);
+  ::close(fd);
+  if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) {
+    ok = false;
+    error = Errno("cannot rename to", path_);
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return absl::FailedPreconditionError(error);
+  }
+  // The rename is durable once the directory is.
+  int dir = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FileSlotHistory::CheckCreate(const ServerInfo& server) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!known_.has_value()) return absl::OkStatus();  // a genuine first run
+  const Marker& m = *known_;
+  if (!m.unreadable.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "replication slot \"", slot_, "\" does not exist, and its marker ",
+        path_, " is unreadable (", m.unreadable,
+        "): the relay streamed from that slot before, so it will not create "
+        "it anew. Once the events committed since its last confirmed "
+        "position are re-published from the outbox table, delete ",
+        path_));
+  }
+  if (acknowledged_loss_ != kInvalidLsn && acknowledged_loss_ == m.confirmed) {
+    Log(Severity::kWarn, "creating the replication slot anew",
+        {{"slot", slot_},
+         {"acknowledged_loss_after", FormatLsn(m.confirmed)},
+         {"marker", path_}});
+    return absl::OkStatus();
+  }
+  std::string where =
+      m.system_id == server.system_id
+          ? absl::StrCat("replication slot \"", slot_,
+                         "\" does not exist, but this relay streamed from it "
+                         "before (system identifier ",
+                         m.system_id, ", database ", m.database,
+                         ", last confirmed LSN ", FormatLsn(m.confirmed),
+                         ", marker ", path_, ")")
+          : absl::StrCat(
+                "replication slot \"", slot_,
+                "\" does not exist on this server (system identifier ",
+                server.system_id, ", database ", server.dbname,
+                "), and this relay last streamed from it on another one "
+                "(system identifier ",
+                m.system_id, ", database ", m.database, ", last confirmed LSN ",
+                FormatLsn(m.confirmed), ", marker ", path_,
+                "): a restored or rebuilt cluster, or a standby that was not "
+                "a physical copy of the old primary");
+  std::string ack;
+  if (acknowledged_loss_ != kInvalidLsn) {
+    ack = absl::StrCat(" (", kAcknowledgeSlotLossKey, " is ",
+                       FormatLsn(acknowledged_loss_), ", not ",
+                       FormatLsn(m.confirmed), ")");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      where, ": ", LostEventsAndFix(slot_, m.confirmed, true, path_), ack));
+}
+
+absl::Status FileSlotHistory::Record(const ServerInfo& server) {
+  Marker m;
+  m.system_id = server.system_id;
+  m.database = server.dbname;
+  m.confirmed = server.slot_confirmed_flush;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (known_.has_value() && known_->unreadable.empty()) {
+    if (known_->system_id == m.system_id && known_->database == m.database &&
+        known_->confirmed == m.confirmed) {
+      return absl::OkStatus();
+    }
+    if (known_->system_id != m.system_id) {
+      Log(Severity::kWarn,
+          "the replication slot exists on another server than the marker "
+          "recorded; following it there",
+          {{"slot", slot_},
+           {"marker_system_id", known_->system_id},
+           {"system_id", m.system_id}});
+    }
+  }
+  known_ = m;  // remembered even if the file cannot be written
+  if (absl::Status s = Write(m); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot record replication slot \"", slot_,
+        "\" in its marker: ", s.message(),
+        "; the relay needs the marker to tell a dropped slot from a first "
+        "run (postgres.state_dir)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FileSlotHistory::Confirmed(Lsn confirmed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!known_.has_value() || !known_->unreadable.empty() ||
+      known_->confirmed == confirmed) {
+    return absl::OkStatus();
+  }
+  known_->confirmed = confirmed;
+  return Write(*known_);
+}
+
+}  // namespace outbox

@@ -1,0 +1,59 @@
+// The words for a slot that lost events, on the server's own messages.
+#include "pg/slot_loss.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace outbox {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(SlotLossTest, RecognisesTheServersInvalidationErrors) {
+  // PostgreSQL 15: START_REPLICATION on an invalidated slot, and a
+  // walsender whose WAL was removed under it.
+  EXPECT_TRUE(IsSlotInvalidatedError(
+      "START_REPLICATION failed: can no longer get changes from replication "
+      "slot \"outbox_relay\" DETAIL:  This slot has been invalidated because "
+      "it exceeded the maximum reserved size."));
+  EXPECT_TRUE(IsSlotInvalidatedError(
+      "server ended the replication stream: requested WAL segment "
+      "000000010000000000000003 has already been removed"));
+  EXPECT_FALSE(IsSlotInvalidatedError(
+      "replication connection lost: server closed the connection "
+      "unexpectedly"));
+  EXPECT_FALSE(IsSlotInvalidatedError(
+      "START_REPLICATION failed: replication slot \"s\" is active for PID 42"));
+  EXPECT_FALSE(IsSlotInvalidatedError("requested WAL segment"));
+}
+
+TEST(SlotLossTest, InvalidatedMessageNamesSlotLsnAndFix) {
+  std::string msg = SlotInvalidatedMessage("outbox_relay", 0x16B3748, true,
+                                           "wal_status is 'lost'");
+  EXPECT_THAT(msg, AllOf(HasSubstr("replication slot \"outbox_relay\" was "
+                                   "invalidated"),
+                         HasSubstr("[wal_status is 'lost']"),
+                         HasSubstr("last confirmed LSN is 0/16B3748"),
+                         HasSubstr("SELECT pg_drop_replication_slot("
+                                   "'outbox_relay')"),
+                         HasSubstr("events committed after 0/16B3748 are "
+                                   "in no slot"),
+                         HasSubstr("--set postgres.acknowledge_slot_loss="
+                                   "0/16B3748")));
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+TEST(SlotLossTest, WithoutCreateSlotTheFixIsToCreateItByHand) {
+  std::string fix = LostEventsAndFix("s", 0x10, false, "/m/s.slot");
+  EXPECT_THAT(fix, AllOf(HasSubstr("pg_create_logical_replication_slot('s', "
+                                   "'wal2json')"),
+                         Not(HasSubstr("acknowledge_slot_loss")),
+                         Not(HasSubstr("/m/s.slot"))));
+  EXPECT_THAT(LostEventsAndFix("s", 0x10, true, "/m/s.slot"),
+              HasSubstr("(or delete /m/s.slot)"));
+}
+
+}  // namespace
+}  // namespace outbox

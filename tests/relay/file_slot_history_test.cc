@@ -1,0 +1,193 @@
+// FileSlotHistory against a temporary state directory: a slot is created
+// only on a genuine first run, and each refusal names the lost range.
+#include "relay/file_slot_history.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pg/libpq_replication_stream.h"
+
+namespace outbox {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr Lsn kL1 = 0x16B3748;  // 0/16B3748
+constexpr Lsn kL2 = 0x200000000 + 0x28;
+
+class FileSlotHistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/file_slot_history_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = root_ + "/state/relay";  // Open() creates the missing parents
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+
+  std::unique_ptr<FileSlotHistory> Open(Lsn acknowledged = kInvalidLsn) {
+    auto h = FileSlotHistory::Open(dir_, "outbox_relay", acknowledged);
+    EXPECT_TRUE(h.ok()) << h.status();
+    return h.ok() ? std::move(*h) : nullptr;
+  }
+  static ServerInfo Server(const std::string& system_id, Lsn confirmed) {
+    ServerInfo s;
+    s.system_id = system_id;
+    s.dbname = "app";
+    s.slot_confirmed_flush = confirmed;
+    return s;
+  }
+  std::string Marker() const {
+    std::ifstream in(dir_ + "/outbox_relay.slot");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  static std::string Refusal(const absl::Status& s) {
+    EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+    return std::string(s.message());
+  }
+
+  std::string root_, dir_;
+};
+
+TEST_F(FileSlotHistoryTest, AFirstRunMayCreateAndIsRecorded) {
+  auto h = Open();
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->path(), dir_ + "/outbox_relay.slot");
+  struct stat st;
+  ASSERT_EQ(stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(h->CheckCreate(Server("7001", kInvalidLsn)).ok());
+  EXPECT_EQ(Marker(), "");  // nothing written before the slot exists
+  ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());
+  EXPECT_THAT(Marker(), AllOf(HasSubstr("\nslot=outbox_relay\n"),
+                              HasSubstr("\nsystem_id=7001\n"),
+                              HasSubstr("\ndatabase=app\n"),
+                              HasSubstr("\nconfirmed_lsn=0/16B3748\n")));
+  // No temporary file is left behind.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(FileSlotHistoryTest, ThisProcessRefusesASlotItHasSeen) {
+  auto h = Open();
+  ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());
+  // Even with the marker gone, this process remembers the slot.
+  std::filesystem::remove(h->path());
+  std::string why = Refusal(h->CheckCreate(Server("7001", kInvalidLsn)));
+  EXPECT_THAT(why, AllOf(HasSubstr("replication slot \"outbox_relay\" does "
+                                   "not exist, but this relay streamed from "
+                                   "it before"),
+                         HasSubstr("events committed after 0/16B3748 are in "
+                                   "no slot"),
+                         HasSubstr("Re-publish them from the outbox table"),
+                         HasSubstr("--set postgres.acknowledge_slot_loss="
+                                   "0/16B3748"),
+                         HasSubstr("or delete " + h->path())));
+  EXPECT_EQ(why.find('\n'), std::string::npos);
+}
+
+TEST_F(FileSlotHistoryTest, TheMarkerRefusesAfterARestart) {
+  ASSERT_TRUE(Open()->Record(Server("7001", kL1)).ok());
+  auto later = Open();
+  std::string why = Refusal(later->CheckCreate(Server("7001", kInvalidLsn)));
+  EXPECT_THAT(why, HasSubstr("events committed after 0/16B3748"));
+  // Deleting the marker is a fresh start.
+  std::filesystem::remove(later->path());
+  EXPECT_TRUE(Open()->CheckCreate(Server("7001", kInvalidLsn)).ok());
+}
+
+TEST_F(FileSlotHistoryTest, AnotherSystemIdentifierIsNamed) {
+  ASSERT_TRUE(Open()->Record(Server("7001", kL1)).ok());
+  std::string why = Refusal(Open()->CheckCreate(Server("7999", kInvalidLsn)));
+  EXPECT_THAT(why, AllOf(HasSubstr("does not exist on this server (system "
+                                   "identifier 7999"),
+                         HasSubstr("on another one (system identifier 7001"),
+                         HasSubstr("events committed after 0/16B3748")));
+}
+
+TEST_F(FileSlotHistoryTest, TheConfirmedPositionMovesTheRecordedRange) {
+  auto h = Open();
+  EXPECT_TRUE(h->Confirmed(kL2).ok());  // before Record(): ignored
+  EXPECT_EQ(Marker(), "");
+  ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());
+  ASSERT_TRUE(h->Confirmed(kL2).ok());
+  EXPECT_THAT(Marker(), HasSubstr("confirmed_lsn=2/28\n"));
+  EXPECT_THAT(Refusal(Open()->CheckCreate(Server("7001", kInvalidLsn))),
+              HasSubstr("events committed after 2/28 are in no slot"));
+}
+
+TEST_F(FileSlotHistoryTest, AcknowledgingTheNamedLossCreatesOnce) {
+  ASSERT_TRUE(Open()->Record(Server("7001", kL1)).ok());
+  // Another LSN does not acknowledge this loss.
+  std::string why = Refusal(Open(kL2)->CheckCreate(Server("7001", 0)));
+  EXPECT_THAT(why, HasSubstr("(postgres.acknowledge_slot_loss is 2/28, not "
+                             "0/16B3748)"));
+  auto h = Open(kL1);
+  ASSERT_TRUE(h->CheckCreate(Server("7001", kInvalidLsn)).ok());
+  ASSERT_TRUE(h->Record(Server("7001", kL2)).ok());  // the new slot
+  // The same acknowledgement left in the config does not cover a later
+  // loss: the new slot recorded a new position.
+  EXPECT_THAT(Refusal(Open(kL1)->CheckCreate(Server("7001", 0))),
+              HasSubstr("events committed after 2/28"));
+}
+
+TEST_F(FileSlotHistoryTest, AnUnreadableMarkerRefusesUntilRewritten) {
+  ASSERT_NE(Open(), nullptr);
+  for (const char* text :
+       {"garbage", "slot=other\nsystem_id=1\ndatabase=a\nconfirmed_lsn=0/1\n",
+        "slot=outbox_relay\nsystem_id=1\ndatabase=a\nconfirmed_lsn=zz\n"}) {
+    std::ofstream(dir_ + "/outbox_relay.slot") << text;
+    auto h = Open(kL1);
+    EXPECT_THAT(Refusal(h->CheckCreate(Server("7001", 0))),
+                AllOf(HasSubstr("is unreadable"), HasSubstr("delete")))
+        << text;
+    // The slot exists after all: its marker is rewritten.
+    ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());
+    EXPECT_THAT(Marker(), HasSubstr("confirmed_lsn=0/16B3748"));
+  }
+}
+
+TEST_F(FileSlotHistoryTest, AStateDirThatCannotBeMadeIsAPrecondition) {
+  std::ofstream(root_ + "/file") << "x";
+  auto h = FileSlotHistory::Open(root_ + "/file/state", "s", kInvalidLsn);
+  ASSERT_FALSE(h.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(h.status())) << h.status();
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("postgres.state_dir"));
+}
+
+TEST_F(FileSlotHistoryTest, DefaultStateDirFollowsXdgThenHome) {
+  const char* xdg = getenv("XDG_STATE_HOME");
+  const char* home = getenv("HOME");
+  std::string saved_xdg = xdg ? xdg : "", saved_home = home ? home : "";
+  setenv("XDG_STATE_HOME", "/x/state", 1);
+  setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(*FileSlotHistory::DefaultStateDir(), "/x/state/outbox-relay");
+  unsetenv("XDG_STATE_HOME");
+  EXPECT_EQ(*FileSlotHistory::DefaultStateDir(),
+            "/home/u/.local/state/outbox-relay");
+  unsetenv("HOME");
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(FileSlotHistory::DefaultStateDir().status()));
+  if (xdg) setenv("XDG_STATE_HOME", saved_xdg.c_str(), 1);
+  if (home) setenv("HOME", saved_home.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace outbox
