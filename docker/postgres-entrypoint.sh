@@ -22,7 +22,7 @@ max_slot_wal_keep_size = 10GB
 CONF
   # Only minor releases from 15.19 on know this setting (older ones allow
   # every installed plugin, and refuse to start if the setting is named).
-  if postgres --describe-config | cut -f1 | grep -qx output_plugin_libraries; then
+  if postgres --describe-config | cut -f1 | grep -x output_plugin_libraries >/dev/null; then
     echo "output_plugin_libraries = 'pgoutput, test_decoding, wal2json'" \
       >>"$PGDATA/postgresql.conf"
   fi

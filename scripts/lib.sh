@@ -46,9 +46,12 @@ as_owner() {
 # pg_has_setting NAME: true when the installed server ($PG_BIN/postgres) knows
 # the setting NAME. Minor releases add settings (output_plugin_libraries
 # arrived in 15.19), and a postgresql.conf naming an unknown one refuses to
-# start, so scripts ask the binary instead of assuming a version.
+# start, so scripts ask the binary instead of assuming a version. (grep
+# reads to the end: -q would stop early, SIGPIPE the writers and, under
+# pipefail, fail the pipeline for a setting it found.)
 pg_has_setting() {
-  "$PG_BIN/postgres" --describe-config 2>/dev/null | cut -f1 | grep -qxF -- "$1"
+  "$PG_BIN/postgres" --describe-config 2>/dev/null | cut -f1 |
+    grep -xF -- "$1" >/dev/null
 }
 
 # pg_npm_version MAJOR: prints the pinned npm version of MAJOR, or fails.
