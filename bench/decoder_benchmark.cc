@@ -9,9 +9,9 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "decode/pgoutput_decoder.h"
-#include "decode/wal2json_decoder.h"
-#include "decode/wal2json_text.h"
+#include "plugin/pgoutput/pgoutput_decoder.h"
+#include "plugin/wal2json/wal2json_decoder.h"
+#include "plugin/wal2json/wal2json_text.h"
 
 namespace outbox {
 namespace {

@@ -30,10 +30,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "config/config.h"
-#include "decode/wal2json_decoder.h"
 #include "kafka/rdkafka_sink.h"
 #include "outbox/lsn.h"
 #include "pg/libpq_replication_stream.h"
+#include "plugin/output_plugin.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -89,11 +89,18 @@ int Recv(int argc, char** argv) {
   options.slot = Arg(argc, argv, "--slot", nullptr);
   options.create_slot = false;
   options.tables.push_back({"public", "outbox", {}});
+  PluginOptions plugin_options;
+  plugin_options.tables.push_back({"public", "outbox"});
+  plugin_options.create_publication = false;
+  auto plugin = OutputPlugin::Create(Arg(argc, argv, "--plugin", "wal2json"),
+                                     plugin_options);
+  if (!plugin.ok()) Die(std::string(plugin.status().message()));
+  options.plugin = plugin->get();
   auto stream = LibpqReplicationStream::Connect(options);
   if (!stream.ok()) Die(std::string(stream.status().message()));
   auto router = Router::Create(config);
   if (!router.ok()) Die(std::string(router.status().message()));
-  Wal2JsonDecoder decoder;
+  std::unique_ptr<Decoder> decoder = (*plugin)->NewDecoder();
   Change change;
   Record record;
   double wall0 = Now(), cpu0 = CpuSeconds();
@@ -118,7 +125,7 @@ int Recv(int argc, char** argv) {
       ++messages;
       if (msg.data_start >= *end) done = true;
       if (!decode) continue;
-      if (absl::Status s = decoder.Decode(msg.payload, &change); !s.ok()) {
+      if (absl::Status s = decoder->Decode(msg.payload, &change); !s.ok()) {
         Die(std::string(s.message()));
       }
       if (change.kind != Change::Kind::kInsert) continue;

@@ -1,8 +1,9 @@
 // Decoder: turns one logical-decoding output record into a Change.
 //
-// The seam where a pgoutput decoder will sit beside wal2json. Not thread
-// safe; one per stream. Errors: InvalidArgument (malformed or unknown record)
-// carries the record's LSN when the caller knows it; nothing is skipped.
+// One per output plugin (plugin/output_plugin.h: wal2json, pgoutput). Not
+// thread safe; one per stream. Errors: InvalidArgument (malformed or unknown
+// record) carries the record's LSN when the caller knows it; nothing is
+// skipped.
 #ifndef OUTBOX_DECODER_H_
 #define OUTBOX_DECODER_H_
 
@@ -17,7 +18,9 @@ class Decoder {
   virtual ~Decoder() = default;
 
   // Decodes `data` into *out. The Change's views stay valid until the next
-  // call. On failure *out is unspecified.
+  // call. On failure *out is unspecified. A record that carries no LSN of
+  // its own (pgoutput's changes) leaves Change::lsn kInvalidLsn: the caller
+  // knows it (the XLogData start).
   virtual absl::Status Decode(absl::string_view data, Change* out) = 0;
 };
 

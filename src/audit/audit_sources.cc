@@ -1,6 +1,5 @@
 #include "audit/audit_sources.h"
 
-#include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
@@ -8,70 +7,50 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "outbox/status_macros.h"
+#include "pg/pg_connection.h"
 
 namespace outbox {
-namespace {
-
-struct PgDeleter {
-  void operator()(PGconn* c) const { PQfinish(c); }
-};
-struct ResDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using Res = std::unique_ptr<PGresult, ResDeleter>;
-
-std::string Ident(PGconn* conn, const std::string& s) {
-  char* q = PQescapeIdentifier(conn, s.data(), s.size());
-  std::string out = q ? q : "\"\"";
-  PQfreemem(q);
-  return out;
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<CommittedEvent>> ReadCommittedEvents(
     const Config& config) {
-  std::unique_ptr<PGconn, PgDeleter> conn(
-      PQconnectdb(config.postgres.conninfo.c_str()));
-  if (PQstatus(conn.get()) != CONNECTION_OK) {
-    return absl::UnavailableError(absl::StrCat("cannot connect to PostgreSQL: ",
-                                               PQerrorMessage(conn.get())));
-  }
+  PgConnectOptions options;
+  options.conninfo = config.postgres.conninfo;
+  options.application_name = "outbox-audit";
+  options.connect_timeout_s =
+      static_cast<int>(config.postgres.connect_timeout_s);
+  ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> conn,
+                   PgConnection::Connect(options));
   std::vector<CommittedEvent> out;
   for (const OutboxTable& t : config.outbox.tables) {
-    std::string table = absl::StrCat(Ident(conn.get(), t.schema), ".",
-                                     Ident(conn.get(), t.name));
+    std::string table =
+        absl::StrCat(conn->Identifier(t.schema), ".", conn->Identifier(t.name));
     // Pick the creation-order column this table has.
-    Res cols(PQexec(
-        conn.get(),
-        absl::StrCat("SELECT attname FROM pg_attribute WHERE attrelid = '",
-                     table,
-                     "'::regclass AND attname IN ('seq', 'created_at') "
-                     "AND NOT attisdropped ORDER BY attname DESC")
-            .c_str()));
-    if (PQresultStatus(cols.get()) != PGRES_TUPLES_OK) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("outbox table ", t.QualifiedName(), ": ",
-                       PQresultErrorMessage(cols.get())));
+    absl::StatusOr<PgResult> cols = conn->Query(
+        absl::StrCat("SELECT attname FROM pg_attribute WHERE attrelid = ",
+                     conn->Literal(table),
+                     "::regclass AND attname IN ('seq', 'created_at') "
+                     "AND NOT attisdropped ORDER BY attname DESC"));
+    if (!cols.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "outbox table ", t.QualifiedName(), ": ", cols.status().message()));
     }
-    std::string order = PQntuples(cols.get()) > 0
-                            ? Ident(conn.get(), PQgetvalue(cols.get(), 0, 0))
-                            : "NULL::int";
+    std::string order = PgConnection::Rows(*cols) > 0
+                            ? conn->Identifier(PgConnection::Value(*cols, 0, 0))
+                            : "";
     std::string sql = absl::StrCat(
-        "SELECT ", Ident(conn.get(), t.columns.id), "::text, ",
-        Ident(conn.get(), t.key), "::text, ",
-        order == "NULL::int"
+        "SELECT ", conn->Identifier(t.columns.id), "::text, ",
+        conn->Identifier(t.key), "::text, ",
+        order.empty()
             ? "0"
             : absl::StrCat("row_number() OVER (ORDER BY ", order, ")"),
         " FROM ", table);
-    Res res(PQexec(conn.get(), sql.c_str()));
-    if (PQresultStatus(res.get()) != PGRES_TUPLES_OK) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(sql, ": ", PQresultErrorMessage(res.get())));
-    }
-    for (int i = 0; i < PQntuples(res.get()); ++i) {
-      out.push_back({PQgetvalue(res.get(), i, 0), PQgetvalue(res.get(), i, 1),
-                     std::atoll(PQgetvalue(res.get(), i, 2))});
+    absl::StatusOr<PgResult> res = conn->Query(sql);
+    if (!res.ok()) return absl::FailedPreconditionError(res.status().message());
+    for (int i = 0; i < PgConnection::Rows(*res); ++i) {
+      out.push_back({PgConnection::Value(*res, i, 0),
+                     PgConnection::Value(*res, i, 1),
+                     std::atoll(PgConnection::Value(*res, i, 2).c_str())});
     }
   }
   return out;

@@ -40,6 +40,13 @@ inline constexpr char kDefaultTopicTemplate[] = "outbox.event.{aggregatetype}";
 struct PostgresConfig {
   std::string conninfo;  // empty: libpq's PG* environment variables
   std::string slot = "outbox_relay";
+  // The logical decoding output plugin: "wal2json" or "pgoutput"
+  // (plugin/output_plugin.h); checked when the relay starts.
+  std::string plugin = "wal2json";
+  // pgoutput only: the publication to stream, and whether the relay may
+  // create it (FOR TABLE <outbox tables> WITH (publish = 'insert')).
+  std::string publication = "outbox_relay";
+  bool create_publication = true;
   bool create_slot = true;
   // Where the slot marker lives (relay/file_slot_history.h); empty: the
   // default, $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.

@@ -61,8 +61,20 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global(
       "postgres.slot", G(postgres.slot),
       "logical replication slot name (lowercase letters, digits, underscore)"));
+  add(Global("postgres.plugin", G(postgres.plugin),
+             "logical decoding output plugin: wal2json (an extension the "
+             "server must have) | pgoutput (built into PostgreSQL; needs "
+             "postgres.publication)"));
+  add(Global("postgres.publication", G(postgres.publication),
+             "pgoutput only: the publication to stream; it must publish "
+             "inserts and cover every outbox table"));
+  add(Global("postgres.create_publication", G(postgres.create_publication),
+             "pgoutput only: create a missing publication (FOR TABLE <outbox "
+             "tables> WITH (publish = 'insert'), needs ownership of the "
+             "tables); false: refuse with the SQL to run"));
   add(Global("postgres.create_slot", G(postgres.create_slot),
-             "create the slot (wal2json) when it does not exist, on a first "
+             "create the slot (with postgres.plugin) when it does not exist, "
+             "on a first "
              "run only: a slot the relay has streamed from before (see "
              "postgres.state_dir) is never created anew; false: never create"));
   add(Global("postgres.state_dir", G(postgres.state_dir),

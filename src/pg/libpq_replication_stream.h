@@ -1,10 +1,12 @@
 // LibpqReplicationStream: the ReplicationStream over a libpq walsender
-// connection (replication=database) streaming wal2json format-version 2.
+// connection (replication=database) streaming one OutputPlugin's records
+// (plugin/output_plugin.h: wal2json or pgoutput).
 //
 // Connect() opens the connection and checks every precondition the relay
 // needs, turning each failure into one actionable line:
-//   FailedPrecondition  wal_level not logical, wal2json not allowed by
-//                       output_plugin_libraries or not installed, no
+//   FailedPrecondition  wal_level not logical, the plugin not allowed by
+//                       output_plugin_libraries or not installed, or its
+//                       setup missing (pgoutput's publication), no
 //                       REPLICATION privilege, slot missing (create_slot off,
 //                       or the SlotHistory refuses to create it anew), slot
 //                       made with another plugin or for another database,
@@ -17,8 +19,8 @@
 // WAL segment ... has already been removed" into FailedPrecondition naming
 // the slot and its last confirmed LSN: no retry brings that WAL back.
 //
-// Threading: one thread owns an instance. The only file in the project that
-// includes libpq-fe.h for replication.
+// Threading: one thread owns an instance. Connection plumbing is
+// PgConnection's; this is the only file that drives the CopyBoth stream.
 #ifndef OUTBOX_PG_LIBPQ_REPLICATION_STREAM_H_
 #define OUTBOX_PG_LIBPQ_REPLICATION_STREAM_H_
 
@@ -28,15 +30,11 @@
 
 #include "absl/status/statusor.h"
 #include "outbox/replication_stream.h"
+#include "pg/pg_connection.h"
 #include "pg/slot_history.h"
-
-struct pg_conn;
+#include "plugin/output_plugin.h"
 
 namespace outbox {
-
-// The logical message prefix wal2json is asked to keep when the relay wants
-// none: wal2json has no other way to drop them all. Reserved for the relay.
-inline constexpr char kReservedMessagePrefix[] = "outbox-relay.reserved";
 
 struct ReplicationOptions {
   std::string conninfo;  // libpq conninfo or URI; "" = PG* environment
@@ -53,12 +51,9 @@ struct ReplicationOptions {
     std::vector<std::string> required_columns;
   };
   std::vector<Table> tables;
-  // Logical decoding messages (pg_logical_emit_message) to decode, by exact
-  // prefix; empty decodes none (kReservedMessagePrefix excepted). Each is
-  // non-empty, without ',', '\\' or whitespace (wal2json's list syntax).
-  // The plugin drops every other message, so a message from any session
-  // cannot reach, or stop, the relay.
-  std::vector<std::string> message_prefixes;
+  // The output plugin the slot uses and the stream speaks (its checks,
+  // START_REPLICATION options and hints). Not owned; required.
+  OutputPlugin* plugin = nullptr;
   int connect_timeout_s = 10;  // libpq connect_timeout; 0 waits for ever
   // application_name shown in pg_stat_replication.
   std::string application_name = "outbox-relay";
@@ -70,6 +65,7 @@ struct ServerInfo {
   Lsn xlogpos = kInvalidLsn;
   std::string dbname;
   std::string version;  // server_version
+  int version_num = 0;  // server_version_num
   Lsn slot_confirmed_flush = kInvalidLsn;
   Lsn slot_restart = kInvalidLsn;
   bool slot_created = false;
@@ -90,25 +86,31 @@ class LibpqReplicationStream : public ReplicationStream {
   int socket() const override;
   absl::Status Stop() override;
 
-  // The wal2json options START_REPLICATION passes (for logs and tests).
-  static std::string PluginOptions(const ReplicationOptions& options);
-
-  // The libpq "options" (server settings) of the replication connection:
-  // the user's own, from `conninfo` (keyword string or URI) or else from
-  // PGOPTIONS, followed by ours, which win where both set a parameter:
-  // TimeZone=UTC, DateStyle=ISO and bytea_output=hex (whatever the role or
-  // database sets). FailedPrecondition for a conninfo libpq cannot parse.
-  static absl::StatusOr<std::string> ConnectionOptions(
-      const std::string& conninfo);
+  // The server settings of the replication connection, after the user's
+  // own options so they win (PgConnectOptions::settings): TimeZone=UTC and
+  // DateStyle=ISO fix timestamp text for the decoders, bytea_output=hex
+  // keeps bytea intact (wal2json strips two characters assuming "\x";
+  // pgoutput sends the text), whatever the role or database sets.
+  static constexpr char kServerSettings[] =
+      "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex";
 
  private:
-  LibpqReplicationStream(pg_conn* conn, ReplicationOptions options)
-      : conn_(conn), options_(std::move(options)) {}
+  LibpqReplicationStream(std::unique_ptr<PgConnection> conn,
+                         ReplicationOptions options)
+      : db_(std::move(conn)), conn_(db_->raw()), options_(std::move(options)) {}
   absl::Status CheckServer();
   absl::Status CheckTables();
   absl::Status EnsureSlot();
 
-  pg_conn* conn_;
+  PluginServer PluginInfo() const {
+    return {server_.version_num, server_.dbname};
+  }
+  // A server error, with the plugin's hint where it has one.
+  absl::Status ServerError(absl::string_view context,
+                           absl::string_view message) const;
+
+  std::unique_ptr<PgConnection> db_;
+  pg_conn* conn_;  // db_'s, for the CopyBoth calls
   ReplicationOptions options_;
   ServerInfo server_;
   // A server error during Start() or Read(), rewritten when it says the

@@ -23,8 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "outbox/lsn.h"
-
-struct pg_conn;
+#include "pg/pg_connection.h"
 
 namespace outbox {
 
@@ -58,8 +57,9 @@ class SlotMonitor {
   absl::StatusOr<SlotStatus> Query(const std::string& slot);
 
  private:
-  explicit SlotMonitor(pg_conn* conn) : conn_(conn) {}
-  pg_conn* conn_;
+  explicit SlotMonitor(std::unique_ptr<PgConnection> conn)
+      : conn_(std::move(conn)) {}
+  std::unique_ptr<PgConnection> conn_;
 };
 
 }  // namespace outbox

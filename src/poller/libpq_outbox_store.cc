@@ -11,14 +11,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "outbox/status_macros.h"
+#include "pg/pg_connection.h"
 
 namespace outbox {
 namespace {
 
-struct ResultDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using Result = std::unique_ptr<PGresult, ResultDeleter>;
+using Result = PgResult;
 
 // The poller's own columns (sql/outbox.sql).
 constexpr const char* kPollerColumns[] = {
@@ -27,10 +25,6 @@ constexpr const char* kPollerColumns[] = {
 
 // Keeps last_error readable and bounded.
 constexpr size_t kMaxErrorText = 1000;
-
-std::string OneLine(const char* message) {
-  return std::string(absl::StripTrailingAsciiWhitespace(message));
-}
 
 // What a failed command means: a dropped connection is Unavailable (the
 // supervisor reconnects); class 42 (undefined table or column, missing
@@ -60,13 +54,6 @@ absl::StatusOr<Result> Run(pg_conn* conn, PGresult* raw,
   return res;
 }
 
-std::string Ident(pg_conn* conn, const std::string& name) {
-  char* quoted = PQescapeIdentifier(conn, name.data(), name.size());
-  std::string out = quoted != nullptr ? quoted : "\"\"";
-  PQfreemem(quoted);
-  return out;
-}
-
 std::string StmtName(absl::string_view kind, size_t table) {
   return absl::StrCat(kind, "_", table);
 }
@@ -83,35 +70,28 @@ absl::StatusOr<std::unique_ptr<LibpqOutboxStore>> LibpqOutboxStore::Connect(
   if (options.tables.empty()) {
     return absl::InvalidArgumentError("no outbox tables configured");
   }
-  const char* keys[] = {"dbname",
-                        "options",
-                        "fallback_application_name",
-                        "connect_timeout",
-                        "keepalives_idle",
-                        "keepalives_interval",
-                        nullptr};
-  const std::string timeout = std::to_string(options.connect_timeout_s);
-  const char* values[] = {options.conninfo.c_str(),
-                          "-c TimeZone=UTC -c DateStyle=ISO",
-                          options.application_name.c_str(),
-                          timeout.c_str(),
-                          "10",
-                          "5",
-                          nullptr};
-  pg_conn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
-  if (conn == nullptr) return absl::ResourceExhaustedError("out of memory");
-  std::unique_ptr<LibpqOutboxStore> store(new LibpqOutboxStore(conn));
-  if (PQstatus(conn) != CONNECTION_OK) {
-    return absl::UnavailableError(absl::StrCat("cannot connect to PostgreSQL: ",
-                                               OneLine(PQerrorMessage(conn))));
+  PgConnectOptions connect;
+  connect.conninfo = options.conninfo;
+  connect.application_name = options.application_name;
+  connect.connect_timeout_s = options.connect_timeout_s;
+  // Timestamps as the record contract's text, after the user's options.
+  connect.settings = "-c TimeZone=UTC -c DateStyle=ISO";
+  absl::StatusOr<std::unique_ptr<PgConnection>> conn =
+      PgConnection::Connect(connect);
+  if (!conn.ok()) {
+    // A bad conninfo or missing role needs the operator; anything else is
+    // retried.
+    if (absl::IsFailedPrecondition(conn.status())) return conn.status();
+    return absl::UnavailableError(conn.status().message());
   }
-  const char* version = PQparameterStatus(conn, "server_version");
-  store->server_version_ = version != nullptr ? version : "";
+  std::unique_ptr<LibpqOutboxStore> store(
+      new LibpqOutboxStore(std::move(*conn)));
+  store->server_version_ = store->db_->ParameterStatus("server_version");
   RETURN_IF_ERROR(store->CheckAndPrepare(options));
   return store;
 }
 
-LibpqOutboxStore::~LibpqOutboxStore() { PQfinish(conn_); }
+LibpqOutboxStore::~LibpqOutboxStore() = default;
 
 absl::Status LibpqOutboxStore::Exec(const char* sql) {
   return Run(conn_, PQexec(conn_, sql), sql).status();
@@ -182,14 +162,14 @@ absl::Status LibpqOutboxStore::CheckAndPrepare(const StoreOptions& options) {
     }
 
     // The statements, prepared once per session.
-    std::string rel =
-        absl::StrCat(Ident(conn_, table.schema), ".", Ident(conn_, table.name));
+    std::string rel = absl::StrCat(db_->Identifier(table.schema), ".",
+                                   db_->Identifier(table.name));
     std::vector<std::string> select = {"seq", "attempts"};
     for (const ColumnShape& c : shape.columns) {
       // bytea comes as hex text and is decoded client side; every other
       // type as its text output, which is what wal2json prints.
-      select.push_back(c.type == "bytea" ? Ident(conn_, c.name)
-                                         : Ident(conn_, c.name) + "::text");
+      select.push_back(c.type == "bytea" ? db_->Identifier(c.name)
+                                         : db_->Identifier(c.name) + "::text");
     }
     // Repeated in the UPDATE/DELETE by seq (true for rows we hold locked)
     // so they can use the partial index on unsent rows: seq has no other
@@ -238,7 +218,7 @@ absl::Status LibpqOutboxStore::CheckAndPrepare(const StoreOptions& options) {
   }
   if (!options.notify_channel.empty()) {
     std::string listen =
-        absl::StrCat("LISTEN ", Ident(conn_, options.notify_channel));
+        absl::StrCat("LISTEN ", db_->Identifier(options.notify_channel));
     RETURN_IF_ERROR(Exec(listen.c_str()));
   }
   return absl::OkStatus();

@@ -19,9 +19,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pg/pg_connection.h"
 #include "poller/outbox_store.h"
-
-struct pg_conn;
 
 namespace outbox {
 
@@ -59,12 +58,14 @@ class LibpqOutboxStore : public OutboxStore {
   std::string server_version() const { return server_version_; }
 
  private:
-  explicit LibpqOutboxStore(pg_conn* conn) : conn_(conn) {}
+  explicit LibpqOutboxStore(std::unique_ptr<PgConnection> db)
+      : db_(std::move(db)), conn_(db_->raw()) {}
   absl::Status CheckAndPrepare(const StoreOptions& options);
   absl::Status Exec(const char* sql);
   bool DrainNotifications();
 
-  pg_conn* conn_;
+  std::unique_ptr<PgConnection> db_;
+  pg_conn* conn_;  // db_'s, for prepared statements and notifications
   std::vector<TableShape> shapes_;
   bool in_transaction_ = false;
   std::string server_version_;

@@ -11,12 +11,12 @@
 #include "common/logging.h"
 #include "config/command_line.h"
 #include "config/config.h"
-#include "config/daemon_start.h"
+#include "daemon/daemon_start.h"
+#include "daemon/exit_code.h"
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
 #include "poller/poller_metrics.h"
 #include "poller/supervisor.h"
-#include "relay/supervisor.h"  // ExitCode
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "decode/wal2json_text.h"
+#include "plugin/wal2json/wal2json_text.h"
 
 namespace outbox {
 

@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "daemon/exit_code.h"
 #include "kafka/rdkafka_sink.h"
 #include "poller/libpq_outbox_store.h"
 #include "poller/poller.h"
-#include "relay/supervisor.h"  // ExitCode, shared with outbox-relay
 #include "route/router.h"
 
 namespace outbox {

@@ -7,7 +7,7 @@
 #include "common/logging.h"
 #include "config/command_line.h"
 #include "config/config.h"
-#include "config/daemon_start.h"
+#include "daemon/daemon_start.h"
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
 #include "prometheus/registry.h"

@@ -150,15 +150,19 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
   }
   stats_.received = std::max(stats_.received, msg.data_start);
   if (absl::Status s = decoder_->Decode(msg.payload, &change_); !s.ok()) {
-    return absl::DataLossError(absl::StrCat(
-        "cannot decode the wal2json record at LSN ", FormatLsn(msg.data_start),
-        ": ", s.message(), "; stopping without confirming it"));
+    return absl::DataLossError(
+        absl::StrCat("cannot decode the replication record at LSN ",
+                     FormatLsn(msg.data_start), ": ", s.message(),
+                     "; stopping without confirming it"));
   }
+  // A decoder whose records carry no LSN of their own (pgoutput's changes)
+  // leaves it to the XLogData start, which is that LSN.
+  if (change_.lsn == kInvalidLsn) change_.lsn = msg.data_start;
   switch (change_.kind) {
     case Change::Kind::kBegin:
       if (in_transaction_) {
         return absl::DataLossError(absl::StrCat(
-            "wal2json stream has a second B record without C at LSN ",
+            "replication stream has a second Begin without Commit at LSN ",
             FormatLsn(msg.data_start)));
       }
       in_transaction_ = true;
@@ -167,9 +171,9 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
       return tracker_.Begin(change_.commit_time_us);
     case Change::Kind::kCommit:
       if (!in_transaction_) {
-        return absl::DataLossError(
-            absl::StrCat("wal2json stream has a C record without B at LSN ",
-                         FormatLsn(msg.data_start)));
+        return absl::DataLossError(absl::StrCat(
+            "replication stream has a Commit without Begin at LSN ",
+            FormatLsn(msg.data_start)));
       }
       in_transaction_ = false;
       ++stats_.transactions;
@@ -178,9 +182,9 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
       return tracker_.Commit(change_.end_lsn);
     case Change::Kind::kInsert:
       if (!in_transaction_) {
-        return absl::DataLossError(
-            absl::StrCat("wal2json insert outside a transaction at LSN ",
-                         FormatLsn(msg.data_start)));
+        return absl::DataLossError(absl::StrCat(
+            "replication stream has an insert outside a transaction at LSN ",
+            FormatLsn(msg.data_start)));
       }
       return HandleInsert(msg);
     default:

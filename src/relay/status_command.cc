@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "relay/supervisor.h"
+#include "daemon/exit_code.h"
 
 namespace outbox {
 namespace {

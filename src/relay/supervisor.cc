@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
-#include "decode/wal2json_decoder.h"
 #include "kafka/rdkafka_sink.h"
 #include "outbox/status_macros.h"
 #include "pg/libpq_replication_stream.h"
 #include "pg/slot_monitor.h"
+#include "plugin/output_plugin.h"
 #include "relay/file_slot_history.h"
 #include "relay/relay.h"
 #include "route/router.h"
@@ -21,8 +21,9 @@ namespace outbox {
 namespace {
 
 ReplicationOptions StreamOptions(const Config& config, const Router& router,
-                                 SlotHistory* history) {
+                                 OutputPlugin* plugin, SlotHistory* history) {
   ReplicationOptions o;
+  o.plugin = plugin;
   o.conninfo = config.postgres.conninfo;
   o.slot = config.postgres.slot;
   o.create_slot = config.postgres.create_slot;
@@ -32,6 +33,18 @@ ReplicationOptions StreamOptions(const Config& config, const Router& router,
     o.tables.push_back({t.schema, t.table, t.columns});
   }
   return o;
+}
+
+// The configured output plugin over the router's tables.
+absl::StatusOr<std::unique_ptr<OutputPlugin>> MakePlugin(const Config& config,
+                                                         const Router& router) {
+  PluginOptions o;
+  for (const auto& t : router.RequiredColumns()) {
+    o.tables.push_back({t.schema, t.table});
+  }
+  o.publication = config.postgres.publication;
+  o.create_publication = config.postgres.create_publication;
+  return OutputPlugin::Create(config.postgres.plugin, o);
 }
 
 }  // namespace
@@ -205,6 +218,12 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     Log(Severity::kError, std::string(router.status().message()));
     return kExitUsage;
   }
+  absl::StatusOr<std::unique_ptr<OutputPlugin>> plugin =
+      MakePlugin(config, **router);
+  if (!plugin.ok()) {
+    Log(Severity::kError, std::string(plugin.status().message()));
+    return kExitUsage;
+  }
   KafkaOptions kafka = RelayKafkaOptions(config);
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
@@ -228,7 +247,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   while (!stop.load()) {
     if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
     auto stream = LibpqReplicationStream::Connect(
-        StreamOptions(config, **router, history.get()));
+        StreamOptions(config, **router, plugin->get(), history.get()));
     if (!stream.ok()) {
       const absl::Status& s = stream.status();
       if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
@@ -258,14 +277,16 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
          {"system_id", server.system_id},
          {"database", server.dbname},
          {"slot", config.postgres.slot},
+         {"plugin", std::string((*plugin)->name())},
          {"slot_created", server.slot_created ? "true" : "false"},
          {"slot_marker", history != nullptr ? history->path() : "none"},
          {"start_lsn", FormatLsn(server.slot_confirmed_flush)},
          {"kafka", config.kafka.brokers},
          {"mapping", Mapping(config)}});
-    Wal2JsonDecoder decoder;
-    Relay relay(PipelineOptions(config), stream->get(), &decoder, router->get(),
-                sink->get(), RealClock(), server.slot_confirmed_flush, metrics);
+    std::unique_ptr<Decoder> decoder = (*plugin)->NewDecoder();
+    Relay relay(PipelineOptions(config), stream->get(), decoder.get(),
+                router->get(), sink->get(), RealClock(),
+                server.slot_confirmed_flush, metrics);
     absl::Status s = relay.Run(stop);
     const RelayStats& st = relay.stats();
     std::vector<LogField> summary;

@@ -25,19 +25,11 @@
 #include <chrono>
 
 #include "config/config.h"
+#include "daemon/exit_code.h"
 #include "kafka/rdkafka_sink.h"
 #include "relay/relay_metrics.h"
 
 namespace outbox {
-
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitInternal = 1,
-  kExitUsage = 2,         // bad command line or config file
-  kExitPrecondition = 3,  // server not set up for the relay
-  kExitHalted = 4,        // poison row with on_invalid = halt
-  kExitStream = 5,        // undecodable replication stream
-};
 
 inline constexpr std::chrono::seconds kSlotMonitorInterval{10};
 

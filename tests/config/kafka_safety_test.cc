@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "config/command_line.h"
 #include "config/config.h"
-#include "config/daemon_start.h"
+#include "daemon/daemon_start.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

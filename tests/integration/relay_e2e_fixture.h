@@ -39,7 +39,9 @@ class RelayE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
     env_ = &TestEnv::Get();
-    db_ = PgConn::Connect(env_->pg_conninfo());
+    pg_conninfo_ = PgConninfo();
+    ASSERT_FALSE(pg_conninfo_.empty()) << "no PostgreSQL for this test";
+    db_ = PgConn::Connect(pg_conninfo_);
     ASSERT_NE(db_, nullptr);
     db_->Exec(ReadFile(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox.sql"));
     table_ = UniqueName("outbox");
@@ -53,29 +55,36 @@ class RelayE2ETest : public ::testing::Test {
 
   void TearDown() override {
     relay_.reset();
+    if (db_ == nullptr) return;
     db_->Query("SELECT pg_drop_replication_slot('" + slot_ + "')")
         .status()
         .IgnoreError();
   }
 
+  // The database the test runs against: the fixture's PostgreSQL unless a
+  // subclass starts its own (another major version); "" fails SetUp.
+  virtual std::string PgConninfo() { return env_->pg_conninfo(); }
+
   std::vector<std::string> RelayArgs() {
-    return {BinaryPath("outbox-relay"),
-            "--pg",
-            env_->pg_conninfo(),
-            "--kafka",
-            env_->kafka_brokers(),
-            "--slot",
-            slot_,
-            "--tables",
-            "public." + table_,
-            "--set",
-            "log.progress_interval_s=1",
-            "--set",
-            "postgres.reconnect_backoff_max_ms=1000",
-            "--set",
-            "http.listen=127.0.0.1:0",
-            "--set",
-            "postgres.state_dir=" + StateDir()};
+    std::vector<std::string> args = {BinaryPath("outbox-relay"),
+                                     "--pg",
+                                     pg_conninfo_,
+                                     "--kafka",
+                                     env_->kafka_brokers(),
+                                     "--slot",
+                                     slot_,
+                                     "--tables",
+                                     "public." + table_,
+                                     "--set",
+                                     "log.progress_interval_s=1",
+                                     "--set",
+                                     "postgres.reconnect_backoff_max_ms=1000",
+                                     "--set",
+                                     "http.listen=127.0.0.1:0",
+                                     "--set",
+                                     "postgres.state_dir=" + StateDir()};
+    args.insert(args.end(), extra_relay_args_.begin(), extra_relay_args_.end());
+    return args;
   }
 
   // The relay's slot marker directory: one per test, so a test's slot
@@ -114,7 +123,7 @@ class RelayE2ETest : public ::testing::Test {
              std::vector<Event>* committed,
              std::vector<std::string>* rolled_back,
              std::atomic<bool>* stop = nullptr) {
-    auto conn = PgConn::Connect(env_->pg_conninfo());
+    auto conn = PgConn::Connect(pg_conninfo_);
     ASSERT_NE(conn, nullptr);
     std::mt19937 rng(writer);
     int seq = 0;
@@ -228,6 +237,8 @@ class RelayE2ETest : public ::testing::Test {
   const TestEnv* env_;
   std::unique_ptr<PgConn> db_;
   std::string table_, slot_, aggtype_, topic_, dir_;
+  std::string pg_conninfo_;
+  std::vector<std::string> extra_relay_args_;  // appended by RelayArgs()
   std::unique_ptr<Process> relay_;
 };
 

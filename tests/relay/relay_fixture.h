@@ -15,9 +15,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "config/config.h"
-#include "decode/wal2json_decoder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "plugin/wal2json/wal2json_decoder.h"
 #include "prometheus/registry.h"
 #include "relay/fakes.h"
 #include "relay/relay.h"

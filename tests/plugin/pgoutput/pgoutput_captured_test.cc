@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "decode/pgoutput_decoder.h"
-#include "decode/pgoutput_test_util.h"
-#include "decode/wal2json_decoder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "plugin/pgoutput/pgoutput_decoder.h"
+#include "plugin/pgoutput/pgoutput_test_util.h"
+#include "plugin/wal2json/wal2json_decoder.h"
 #include "route/router.h"
 
 namespace outbox {

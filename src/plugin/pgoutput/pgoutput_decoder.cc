@@ -1,4 +1,4 @@
-#include "decode/pgoutput_decoder.h"
+#include "plugin/pgoutput/pgoutput_decoder.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,9 +10,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "decode/pgoutput_reader.h"
-#include "decode/pgoutput_types.h"
-#include "decode/wal2json_text.h"
+#include "plugin/pgoutput/pgoutput_reader.h"
+#include "plugin/pgoutput/pgoutput_types.h"
+#include "plugin/wal2json/wal2json_text.h"
 
 namespace outbox {
 namespace {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "decode/wal2json_text.h"
 #include "gtest/gtest.h"
 #include "outbox/lsn.h"
+#include "plugin/wal2json/wal2json_text.h"
 
 namespace outbox::testing {
 

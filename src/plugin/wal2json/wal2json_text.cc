@@ -1,4 +1,4 @@
-#include "decode/wal2json_text.h"
+#include "plugin/wal2json/wal2json_text.h"
 
 #include <array>
 #include <bit>

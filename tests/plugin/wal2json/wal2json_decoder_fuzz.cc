@@ -16,8 +16,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "decode/wal2json_decoder.h"
-#include "decode/wal2json_text.h"
+#include "plugin/wal2json/wal2json_decoder.h"
+#include "plugin/wal2json/wal2json_text.h"
 
 namespace {
 

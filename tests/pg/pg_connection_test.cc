@@ -1,56 +1,19 @@
-// LibpqReplicationStream's pure parts, without a server: the wal2json
-// options it streams with and the server options of its connection.
-#include "pg/libpq_replication_stream.h"
+// PgConnection's parts that need no server: the libpq options it connects
+// with (the user's, then the replication stream's settings, which win), and
+// one-line errors.
+#include "pg/pg_connection.h"
 
 #include <stdlib.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pg/libpq_replication_stream.h"
 
 namespace outbox {
 namespace {
 
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
-using ::testing::Not;
-
-ReplicationOptions Options() {
-  ReplicationOptions o;
-  o.tables.push_back({"public", "outbox", {}});
-  o.tables.push_back({"billing", "it's", {}});
-  return o;
-}
-
-TEST(PluginOptionsTest, KeepsOnlyTheReservedMessagePrefixByDefault) {
-  // wal2json hands on every pg_logical_emit_message() unless
-  // add-msg-prefixes names the prefixes to keep; nothing else can drop
-  // them all.
-  std::string opts = LibpqReplicationStream::PluginOptions(Options());
-  EXPECT_THAT(opts, HasSubstr("\"add-msg-prefixes\" 'outbox-relay.reserved'"));
-  EXPECT_THAT(opts, HasSubstr("\"add-tables\" 'public.outbox,billing.it''s'"));
-  EXPECT_THAT(opts, HasSubstr("\"actions\" 'insert'"));
-  EXPECT_THAT(opts, HasSubstr("\"format-version\" '2'"));
-}
-
-TEST(PluginOptionsTest, ListsConfiguredMessagePrefixes) {
-  ReplicationOptions o = Options();
-  o.message_prefixes = {"orders", "o'k"};
-  std::string opts = LibpqReplicationStream::PluginOptions(o);
-  EXPECT_THAT(opts, HasSubstr("\"add-msg-prefixes\" 'orders,o''k'"));
-  EXPECT_THAT(opts, Not(HasSubstr(kReservedMessagePrefix)));
-}
-
-TEST(PluginOptionsTest, PrefixesWal2JsonCannotListAreRefused) {
-  for (const char* prefix : {"", "a,b", "a b", "a\\b", "\t"}) {
-    ReplicationOptions o = Options();
-    o.message_prefixes = {prefix};
-    auto stream = LibpqReplicationStream::Connect(o);
-    ASSERT_FALSE(stream.ok()) << prefix;
-    EXPECT_TRUE(absl::IsInvalidArgument(stream.status())) << stream.status();
-    EXPECT_THAT(std::string(stream.status().message()),
-                HasSubstr("message prefix"));
-  }
-}
 
 class ConnectionOptionsTest : public ::testing::Test {
  protected:
@@ -68,8 +31,8 @@ class ConnectionOptionsTest : public ::testing::Test {
     }
   }
   static std::string Get(const std::string& conninfo) {
-    absl::StatusOr<std::string> o =
-        LibpqReplicationStream::ConnectionOptions(conninfo);
+    absl::StatusOr<std::string> o = PgConnection::MergedOptions(
+        conninfo, LibpqReplicationStream::kServerSettings);
     EXPECT_TRUE(o.ok()) << o.status();
     return o.ok() ? *o : "";
   }
@@ -108,13 +71,34 @@ TEST_F(ConnectionOptionsTest, PgOptionsWhenTheConninfoHasNone) {
 TEST_F(ConnectionOptionsTest, UnparsableConninfoIsAPrecondition) {
   for (const char* conninfo : {"host=db options='unterminated", "nosuchkey=1",
                                "host=db =x", "postgresql://db/app?nosuch=1"}) {
-    absl::StatusOr<std::string> o =
-        LibpqReplicationStream::ConnectionOptions(conninfo);
+    absl::StatusOr<std::string> o = PgConnection::MergedOptions(
+        conninfo, LibpqReplicationStream::kServerSettings);
     ASSERT_FALSE(o.ok()) << conninfo;
     EXPECT_TRUE(absl::IsFailedPrecondition(o.status())) << o.status();
     EXPECT_THAT(std::string(o.status().message()),
                 HasSubstr("invalid postgres.conninfo"));
   }
+}
+
+TEST(OneLineTest, DropsTheSeverityAndJoinsLines) {
+  EXPECT_EQ(OneLine("ERROR:  relation \"x\" does not exist\nLINE 1: ...\n"),
+            "relation \"x\" does not exist LINE 1: ...");
+  EXPECT_EQ(OneLine("FATAL:  no pg_hba.conf entry\n"), "no pg_hba.conf entry");
+}
+
+TEST(ClassifyServerErrorTest, OperatorProblemsArePreconditionsTheRestRetries) {
+  EXPECT_TRUE(absl::IsFailedPrecondition(ClassifyServerError(
+      "c",
+      "FATAL:  must be superuser or replication role to start walsender")));
+  EXPECT_TRUE(absl::IsFailedPrecondition(ClassifyServerError(
+      "c", "FATAL:  password authentication failed for user \"x\"")));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      ClassifyServerError("c", "ERROR:  must be owner of table outbox")));
+  EXPECT_TRUE(absl::IsUnavailable(
+      ClassifyServerError("c", "server closed the connection unexpectedly")));
+  EXPECT_THAT(
+      std::string(ClassifyServerError("ctx", "could not connect").message()),
+      HasSubstr("ctx: could not connect"));
 }
 
 }  // namespace

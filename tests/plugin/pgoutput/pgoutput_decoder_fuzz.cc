@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "decode/pgoutput_decoder.h"
-#include "decode/wal2json_text.h"
+#include "plugin/pgoutput/pgoutput_decoder.h"
+#include "plugin/wal2json/wal2json_text.h"
 
 namespace {
 

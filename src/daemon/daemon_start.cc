@@ -1,4 +1,4 @@
-#include "config/daemon_start.h"
+#include "daemon/daemon_start.h"
 
 #include <csignal>
 #include <cstdio>
@@ -6,11 +6,11 @@
 
 #include "common/logging.h"
 #include "config/kafka_safety.h"
+#include "daemon/exit_code.h"
 
 namespace outbox {
 namespace {
 
-constexpr int kExitUsage = 2;  // as relay/supervisor.h's ExitCode
 std::atomic<bool>* g_stop = nullptr;
 
 void OnSignal(int) {

@@ -1,4 +1,4 @@
-#include "decode/pgoutput_types.h"
+#include "plugin/pgoutput/pgoutput_types.h"
 
 #include <algorithm>
 #include <iterator>

@@ -1,4 +1,4 @@
-#include "decode/wal2json_decoder.h"
+#include "plugin/wal2json/wal2json_decoder.h"
 
 #include <simdjson.h>
 
@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "decode/wal2json_text.h"
 #include "outbox/lsn.h"
+#include "plugin/wal2json/wal2json_text.h"
 
 namespace outbox {
 namespace {

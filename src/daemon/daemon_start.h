@@ -4,8 +4,8 @@
 // a stop flag (SIGPIPE ignored).
 //
 // Call once from main(), before any other thread starts.
-#ifndef OUTBOX_CONFIG_DAEMON_START_H_
-#define OUTBOX_CONFIG_DAEMON_START_H_
+#ifndef OUTBOX_DAEMON_DAEMON_START_H_
+#define OUTBOX_DAEMON_DAEMON_START_H_
 
 #include <atomic>
 #include <optional>
@@ -30,4 +30,4 @@ DaemonStart StartDaemon(const char* program, const char* version, int argc,
 
 }  // namespace outbox
 
-#endif  // OUTBOX_CONFIG_DAEMON_START_H_
+#endif  // OUTBOX_DAEMON_DAEMON_START_H_

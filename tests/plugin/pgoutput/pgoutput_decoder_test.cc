@@ -1,7 +1,7 @@
 // PgOutputDecoder on hand-built messages: every message kind, every value
 // kind and every error path. Captured server output is in
 // pgoutput_captured_test.cc.
-#include "decode/pgoutput_decoder.h"
+#include "plugin/pgoutput/pgoutput_decoder.h"
 
 #include <cstring>
 #include <memory>
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "decode/pgoutput_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "plugin/pgoutput/pgoutput_test_util.h"
 
 namespace outbox {
 namespace {

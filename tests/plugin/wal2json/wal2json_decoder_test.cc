@@ -1,4 +1,4 @@
-#include "decode/wal2json_decoder.h"
+#include "plugin/wal2json/wal2json_decoder.h"
 
 #include <fstream>
 #include <map>
