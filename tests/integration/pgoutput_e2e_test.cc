@@ -61,22 +61,7 @@ TEST_P(PgOutputE2ETest, ConcurrentWritersArriveExactlyAsCommitted) {
                         "pg_publication_tables WHERE pubname = '" +
                         slot_ + "_pub'"),
             table_);
-  std::vector<std::vector<Event>> committed(3);
-  std::vector<std::vector<std::string>> rolled_back(3);
-  std::vector<std::thread> writers;
-  for (int w = 0; w < 3; ++w) {
-    writers.emplace_back(
-        [&, w] { Write(w, 30, 5, 7, &committed[w], &rolled_back[w]); });
-  }
-  for (auto& t : writers) t.join();
-  std::vector<Event> all;
-  std::vector<std::string> all_rolled_back;
-  for (int w = 0; w < 3; ++w) {
-    all.insert(all.end(), committed[w].begin(), committed[w].end());
-    all_rolled_back.insert(all_rolled_back.end(), rolled_back[w].begin(),
-                           rolled_back[w].end());
-  }
-  EXPECT_EQ(Audit(all, all_rolled_back, all.size()), 0);
+  EXPECT_EQ(WriteConcurrentlyAndAudit(3, 30), 0);
   relay_->Signal(SIGTERM);
   EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
   EXPECT_THAT(relay_->Output(), HasSubstr("plugin=pgoutput"));
@@ -88,43 +73,15 @@ TEST_P(PgOutputE2ETest, ConfirmedLsnAdvancesWhenOnlyOtherTablesAreWritten) {
   // move, or the slot would pin WAL for as long as the outbox is quiet.
   StartRelay();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
-  std::string other = UniqueName("other");
-  db_->Exec("CREATE TABLE " + other + " (a int)");
-  for (int i = 0; i < 50; ++i) {
-    db_->Exec("INSERT INTO " + other + " VALUES (" + std::to_string(i) + ")");
-  }
-  std::string target = db_->Scalar("SELECT pg_current_wal_lsn()");
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return db_->Scalar("SELECT confirmed_flush_lsn >= '" + target +
-                           "'::pg_lsn FROM pg_replication_slots WHERE "
-                           "slot_name = '" +
-                           slot_ + "'") == "t";
-      },
-      60000))
-      << "confirmed stayed at " << ConfirmedFlush() << ", want " << target
-      << "\n"
-      << relay_->Output();
+  ExpectConfirmedPassesOtherTablesWrites(60000);
 }
 
 TEST_P(PgOutputE2ETest, SigkillAtRandomMomentsLosesNothing) {
   std::vector<Event> committed;
   std::vector<std::string> rolled_back;
-  std::atomic<bool> stop{false};
   StartRelay();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
-  std::thread writer(
-      [&] { Write(1, 100000, 4, 0, &committed, &rolled_back, &stop); });
-  std::mt19937 rng(GetParam());
-  for (int cycle = 0; cycle < 4; ++cycle) {
-    if (cycle > 0) StartRelay();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1200));
-    relay_->Signal(SIGKILL);
-    relay_->Wait(10000);
-  }
-  stop = true;
-  writer.join();
-  StartRelay();
+  WriteThroughSigkills(4, GetParam(), &committed, &rolled_back);
   ASSERT_GT(committed.size(), 0u);
   int dups = Audit(committed, rolled_back, committed.size());
   // outbox-audit, the product's own check, agrees: nothing missing,

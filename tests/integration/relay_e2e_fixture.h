@@ -234,6 +234,74 @@ class RelayE2ETest : public ::testing::Test {
               "2000000)))");
   }
 
+  // Scenarios more than one test runs (wal2json and pgoutput alike).
+
+  // `writers` threads each commit `txns` transactions (some rolled back)
+  // while the relay runs; returns the duplicates Audit() found.
+  int WriteConcurrentlyAndAudit(int writers, int txns) {
+    std::vector<std::vector<Event>> committed(writers);
+    std::vector<std::vector<std::string>> rolled_back(writers);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < writers; ++w) {
+      threads.emplace_back(
+          [&, w] { Write(w, txns, 5, 7, &committed[w], &rolled_back[w]); });
+    }
+    for (auto& t : threads) t.join();
+    std::vector<Event> all;
+    std::vector<std::string> all_rolled_back;
+    for (int w = 0; w < writers; ++w) {
+      all.insert(all.end(), committed[w].begin(), committed[w].end());
+      all_rolled_back.insert(all_rolled_back.end(), rolled_back[w].begin(),
+                             rolled_back[w].end());
+    }
+    EXPECT_GT(all_rolled_back.size(), 0u);
+    return Audit(all, all_rolled_back, all.size());
+  }
+
+  // Writes only another table; the slot's confirmed position must pass it
+  // within `timeout_ms` (a quiet outbox must not pin WAL).
+  void ExpectConfirmedPassesOtherTablesWrites(int timeout_ms) {
+    std::string other = UniqueName("other");
+    db_->Exec("CREATE TABLE " + other + " (a int)");
+    for (int i = 0; i < 50; ++i) {
+      db_->Exec("INSERT INTO " + other + " VALUES (" + std::to_string(i) + ")");
+    }
+    std::string target = db_->Scalar("SELECT pg_current_wal_lsn()");
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          return db_->Scalar("SELECT confirmed_flush_lsn >= '" + target +
+                             "'::pg_lsn FROM pg_replication_slots WHERE "
+                             "slot_name = '" +
+                             slot_ + "'") == "t";
+        },
+        timeout_ms))
+        << "confirmed stayed at " << ConfirmedFlush() << ", want " << target
+        << "\n"
+        << relay_->Output();
+  }
+
+  // A writer commits events while the relay is SIGKILLed `cycles` times at
+  // random moments (seeded) and restarted; then the relay runs once more.
+  // Fills `committed`/`rolled_back` for Audit().
+  void WriteThroughSigkills(int cycles, unsigned seed,
+                            std::vector<Event>* committed,
+                            std::vector<std::string>* rolled_back) {
+    std::atomic<bool> stop{false};
+    std::thread writer(
+        [&] { Write(1, 100000, 4, 0, committed, rolled_back, &stop); });
+    std::mt19937 rng(seed);
+    for (int cycle = 0; cycle < cycles; ++cycle) {
+      if (cycle > 0) StartRelay();
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(300 + rng() % 1200));
+      relay_->Signal(SIGKILL);
+      relay_->Wait(10000);
+    }
+    stop = true;
+    writer.join();
+    StartRelay();
+  }
+
   const TestEnv* env_;
   std::unique_ptr<PgConn> db_;
   std::string table_, slot_, aggtype_, topic_, dir_;

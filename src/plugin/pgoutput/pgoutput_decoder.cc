@@ -84,20 +84,6 @@ absl::Status UnixMicros(uint64_t pg_micros, int64_t* unix_micros) {
   return absl::OkStatus();
 }
 
-void Reset(Change* out) {
-  out->kind = Change::Kind::kOther;
-  out->xid = 0;
-  out->lsn = kInvalidLsn;
-  out->end_lsn = kInvalidLsn;
-  out->commit_time_us = 0;
-  out->schema = {};
-  out->table = {};
-  out->columns.clear();  // keeps its capacity
-  out->transactional = false;
-  out->prefix = {};
-  out->content = {};
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -318,7 +304,7 @@ absl::Status PgOutputDecoder::Decode(absl::string_view data, Change* out) {
 absl::Status PgOutputDecoder::Decode(absl::string_view data, Lsn wal_start,
                                      Change* out) {
   State& s = *state_;
-  Reset(out);
+  out->Clear();
   if (data.empty()) return Invalid("empty message");
   const char type = data[0];
   const char* name = MessageName(type);

@@ -185,20 +185,6 @@ bool ActionKind(absl::string_view action, Change::Kind* kind) {
   }
 }
 
-void Reset(Change* out) {
-  out->kind = Change::Kind::kOther;
-  out->xid = 0;
-  out->lsn = kInvalidLsn;
-  out->end_lsn = kInvalidLsn;
-  out->commit_time_us = 0;
-  out->schema = {};
-  out->table = {};
-  out->columns.clear();  // keeps its capacity
-  out->transactional = false;
-  out->prefix = {};
-  out->content = {};
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -525,7 +511,7 @@ Wal2JsonDecoder::~Wal2JsonDecoder() = default;
 
 absl::Status Wal2JsonDecoder::Decode(absl::string_view data, Change* out) {
   State& s = *state_;
-  Reset(out);
+  out->Clear();
   s.CopyInput(data);
 
   od::document doc;
