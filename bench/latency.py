@@ -33,7 +33,8 @@ import psycopg
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN_MARK = "<!-- bench/latency: begin -->"
 END_MARK = "<!-- bench/latency: end -->"
-LABELS = {"relay": "outbox-relay", "poller": "outbox-poller (default)",
+LABELS = {"relay": "outbox-relay", "relay-pgoutput": "outbox-relay (pgoutput)",
+          "poller": "outbox-poller (default)",
           "poller-tuned": "outbox-poller (tuned: notify)",
           "debezium": "Debezium 3.2 (Kafka Connect)"}
 KEEP_UP = 0.95  # sustained / offered below this: saturated
@@ -107,6 +108,10 @@ def measure(a, system, topic, rate):
     return r
 
 
+def lat_slot(system):
+    return f"{system.replace('-', '_')}_lat"
+
+
 def start_system(system, a, env, work, topic_prefix):
     binp = lambda b: os.path.join(a.bin, b)
     logf = open(os.path.join(work, f"lat_{system}.log"), "w")
@@ -117,12 +122,17 @@ def start_system(system, a, env, work, topic_prefix):
         subprocess.run([os.path.join(ROOT, "bench", "debezium.sh"), "start", d], env=e,
                        check=True, stdout=logf)
         return ("debezium", d)
-    cmd = [binp("outbox-relay" if system == "relay" else "outbox-poller"),
+    relay = system.startswith("relay")
+    cmd = [binp("outbox-relay" if relay else "outbox-poller"),
            "--pg", env["OUTBOX_PG_CONNINFO"], "--kafka", env["OUTBOX_KAFKA_BROKERS"],
            "--topic", topic_prefix + "{aggregatetype}",
            "--set", "log.progress_interval_s=0", "--set", "http.listen="]
-    if system == "relay":
-        cmd += ["--slot", "relay_lat"]
+    if relay:
+        cmd += ["--slot", lat_slot(system)]
+    if system == "relay-pgoutput":
+        # The relay creates the slot and this publication itself.
+        cmd += ["--set", "postgres.plugin=pgoutput",
+                "--set", "postgres.publication=bench_relay_lat"]
     if system == "poller-tuned":
         cmd += ["--set", "poller.notify=true", "--set", f"poller.batch_size={a.poller_batch}"]
     p = subprocess.Popen(cmd, stdout=logf, stderr=logf)
@@ -174,12 +184,14 @@ def main():
     for s in a.systems.split(","):
         if s not in LABELS:
             log(f"latency: no steady-load run for {s}")
-        elif s == "relay" or s == "debezium" or os.path.exists(os.path.join(a.bin, "outbox-poller")):
+        elif (s.startswith("relay") or s == "debezium"
+              or os.path.exists(os.path.join(a.bin, "outbox-poller"))):
             systems.append(s)
     db = psycopg.connect(conninfo, autocommit=True)
     db.execute(open(os.path.join(ROOT, "sql", "outbox.sql")).read())
     db.execute("DROP PUBLICATION IF EXISTS bench_pub")
     db.execute("CREATE PUBLICATION bench_pub FOR TABLE public.outbox")
+    db.execute("DROP PUBLICATION IF EXISTS bench_relay_lat")
     results = []
     for system in systems:
         db.execute("TRUNCATE outbox")
@@ -193,10 +205,10 @@ def main():
                        input=b"{}", check=True)  # the consumer needs the topic
         handle = start_system(system, a, env, a.work, prefix)
         try:
-            if system == "relay":
+            if system.startswith("relay"):
                 deadline = time.time() + 30
                 while not db.execute("SELECT coalesce(bool_or(active), false) FROM pg_replication_slots "
-                                     "WHERE slot_name = 'relay_lat'").fetchone()[0]:
+                                     "WHERE slot_name = %s", (lat_slot(system),)).fetchone()[0]:
                     if time.time() > deadline:
                         sys.exit("relay did not start")
                     time.sleep(0.1)
@@ -280,7 +292,9 @@ def report(a, rates, results, plotfile):
              "from scheduled time includes the commit and any writer backlog at "
              "saturation; latency from commit starts at the commit's acknowledgement to "
              "the writer. Same machine and servers as above, each system running "
-             "alone. Producer defaults of each system (outbox-relay: linger.ms=20; "
+             "alone. Producer defaults of each system (outbox-relay: linger.ms=20, the "
+             "same with postgres.plugin=pgoutput for outbox-relay (pgoutput), which "
+             "creates its slot and publication itself; "
              "outbox-poller: poller.interval_ms=500 by default, tuned = notify + batch "
              f"{a.poller_batch}; Debezium: poll.interval.ms=500, producer linger.ms=0).")
     L.append("")

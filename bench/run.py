@@ -18,9 +18,12 @@ nothing reads them, then drains it with each system in turn and measures:
 - WAL bytes per event written by the application, and written during the
   drain (the poller's mark-sent UPDATE).
 
-The CDC systems drain copies of one WAL: all their slots exist before the
-backlog is written. The poller needs unsent rows, so each poller run gets the
-backlog written again into the emptied table.
+outbox-relay runs twice: with wal2json (relay) and with pgoutput
+(relay-pgoutput). The CDC systems drain copies of one WAL: all their slots
+exist before the backlog is written, and so do the publications pgoutput
+reads (it looks them up as of the WAL it decodes). The poller needs unsent
+rows, so each poller run gets the backlog written again into the emptied
+table.
 
 Two more scenarios (--scenarios backlog,mixed,large picks them):
 
@@ -36,6 +39,8 @@ Two more scenarios (--scenarios backlog,mixed,large picks them):
 
 Each scenario writes its own section of bench/RESULTS.md between markers
 (everything else in the file is kept) and PNG plots under bench/plots/.
+With relay-pgoutput among the systems, one more section puts issue 12's
+targets for it in a table, from the medians of every scenario of the run.
 """
 
 import argparse
@@ -59,7 +64,9 @@ END_MARK = "<!-- bench/run.sh: end -->"
 SCENARIOS = ("backlog", "mixed", "large")
 MARKS = {"backlog": (BEGIN_MARK, END_MARK),
          "mixed": ("<!-- bench/run.sh mixed: begin -->", "<!-- bench/run.sh mixed: end -->"),
-         "large": ("<!-- bench/run.sh large: begin -->", "<!-- bench/run.sh large: end -->")}
+         "large": ("<!-- bench/run.sh large: begin -->", "<!-- bench/run.sh large: end -->"),
+         "pgoutput": ("<!-- bench/run.sh pgoutput: begin -->",
+                      "<!-- bench/run.sh pgoutput: end -->")}
 MIB = 1048576
 # Rows per transaction of the mixed workload; every EVERY-th transaction
 # carries one outbox row (EVERY = 1 / (share * MIXED_ROWS)).
@@ -68,10 +75,17 @@ WAL2JSON_OPTS = ["format-version=2", "include-transaction=true",
                  "include-lsn=true", "include-xids=true",
                  "include-timestamp=true", "add-tables=public.outbox",
                  "actions=insert"]
+# The publications: pg_recvlogical's and Debezium's (every action), and the
+# one outbox-relay with pgoutput streams, as the relay itself would create
+# it. Both exist before any backlog is written: pgoutput looks a publication
+# up in the catalog as of the WAL it decodes.
+PUBLICATION = "bench_pub"
+RELAY_PUBLICATION = "bench_relay_pub"
 
 # name -> (label, kind)
 SYSTEMS = {
     "relay": ("outbox-relay", "cdc"),
+    "relay-pgoutput": ("outbox-relay (pgoutput)", "cdc"),
     "debezium": ("Debezium 3.2 (Kafka Connect)", "cdc"),
     "recv-wal2json": ("pg_recvlogical wal2json", "recv"),
     "recv-pgoutput": ("pg_recvlogical pgoutput", "recv"),
@@ -317,13 +331,17 @@ $$""")
         """Starts a system writing to topics bench.<tag>.*; returns (child
         Popen or None, pid, Debezium dir or None)."""
         topic_prefix = f"bench.{tag}."
-        if system in ("relay", "poller", "poller-tuned"):
-            binary = "outbox-relay" if system == "relay" else "outbox-poller"
+        if system in ("relay", "relay-pgoutput", "poller", "poller-tuned"):
+            relay = system.startswith("relay")
+            binary = "outbox-relay" if relay else "outbox-poller"
             cmd = [os.path.join(self.a.bin, binary), "--pg", self.conninfo,
                    "--kafka", self.brokers, "--topic", topic_prefix + "{aggregatetype}",
                    "--set", "log.progress_interval_s=0", "--set", "http.listen="]
-            if system == "relay":
+            if relay:
                 cmd += ["--slot", slot, "--set", "postgres.create_slot=false"]
+            if system == "relay-pgoutput":
+                cmd += ["--set", "postgres.plugin=pgoutput",
+                        "--set", f"postgres.publication={RELAY_PUBLICATION}"]
             if system == "poller-tuned":
                 cmd += ["--set", f"poller.batch_size={self.a.poller_batch}",
                         "--set", "poller.notify=true",
@@ -332,7 +350,7 @@ $$""")
             return child, child.pid, None
         if system == "debezium":
             env = dict(os.environ, DEBEZIUM_WAIT="0", DEBEZIUM_SLOT=slot,
-                       DEBEZIUM_PUBLICATION="bench_pub",
+                       DEBEZIUM_PUBLICATION=PUBLICATION,
                        DEBEZIUM_TOPIC=topic_prefix + "${routedByValue}")
             ddir = os.path.join(self.work, f"dbz_{tag}")
             out = subprocess.run([os.path.join(ROOT, "bench", "debezium.sh"), "start", ddir],
@@ -345,7 +363,7 @@ $$""")
         if system == "recv-wal2json":
             cmd += sum((["-o", o] for o in WAL2JSON_OPTS), [])
         else:
-            cmd += ["-o", "proto_version=1", "-o", "publication_names=bench_pub"]
+            cmd += ["-o", "proto_version=1", "-o", f"publication_names={PUBLICATION}"]
         child = subprocess.Popen(cmd, stdout=logf, stderr=logf)
         return child, child.pid, None
 
@@ -452,6 +470,9 @@ $$""")
 
     def plugin(self, system):
         return "wal2json" if system in ("relay", "recv-wal2json") else "pgoutput"
+
+    def cdc_count(self):
+        return sum(SYSTEMS[s][1] != "poll" for s in self.systems)
 
     def drain_all(self, shape, n, prepare, write):
         """One backlog shape for every system: the CDC systems drain copies
@@ -602,12 +623,22 @@ $$""")
     def run(self):
         self.q(open(os.path.join(ROOT, "sql", "outbox.sql")).read())
         self.q(open(os.path.join(ROOT, "sql", "poller_notify.sql")).read())
-        self.q("DROP PUBLICATION IF EXISTS bench_pub")
-        self.q("CREATE PUBLICATION bench_pub FOR TABLE public.outbox")
+        self.q(f"DROP PUBLICATION IF EXISTS {PUBLICATION}")
+        self.q(f"CREATE PUBLICATION {PUBLICATION} FOR TABLE public.outbox")
+        # What outbox-relay would create itself (postgres.create_publication).
+        self.q(f"DROP PUBLICATION IF EXISTS {RELAY_PUBLICATION}")
+        self.q(f"CREATE PUBLICATION {RELAY_PUBLICATION} FOR TABLE public.outbox "
+               "WITH (publish = 'insert')")
         have_poller = os.path.exists(os.path.join(self.a.bin, "outbox-poller"))
         self.systems = [s for s in self.a.systems if have_poller or not s.startswith("poller")]
         if len(self.systems) < len(self.a.systems):
             log("outbox-poller not built: skipping the poller")
+        # Every CDC run of a scenario has its own slot, all made before the
+        # backlog (bench/run.sh raises the limit from the run count).
+        slots = self.cdc_count() * self.a.runs
+        if slots > int(self.q1("SHOW max_replication_slots")):
+            raise RuntimeError(f"{slots} slots needed, max_replication_slots is "
+                               f"{self.q1('SHOW max_replication_slots')}")
         self.writes = {}
         self.steady_results = []
         if "backlog" in self.a.scenarios:
@@ -738,7 +769,11 @@ def report(args, bench, summary, plots):
     L.append("")
     L.append("Configurations: outbox-relay and outbox-poller with their defaults "
              "(producer linger.ms=20; the relay's in-flight window of 10000 events / "
-             "4 MiB, which bounds its RSS); the tuned poller adds poller.batch_size="
+             "4 MiB, which bounds its RSS); outbox-relay (pgoutput) is the same relay "
+             "with postgres.plugin=pgoutput, streaming the publication "
+             f"{RELAY_PUBLICATION} (publish = 'insert', as the relay creates it), "
+             "where pg_recvlogical pgoutput and Debezium read "
+             f"{PUBLICATION}; the tuned poller adds poller.batch_size="
              f"{args.poller_batch}, poller.interval_ms={args.poller_interval} and "
              "poller.notify=true. Debezium 3.2.3 with Kafka Connect 3.9.1 standalone "
              "(bench/debezium.sh): connector and worker defaults (max.batch.size 2048, "
@@ -926,6 +961,108 @@ def report_mixed(args, bench, summary, plots):
     return "\n".join(L) + "\n"
 
 
+def pgoutput_columns(args):
+    """(shape key, column label) of every scenario this run measured."""
+    cols = []
+    if "backlog" in args.scenarios:
+        cols += [(sh, f"{sh}/txn") for sh in args.per_txn]
+    if "mixed" in args.scenarios:
+        cols.append(("mixed", "mixed WAL"))
+    if "large" in args.scenarios:
+        cols.append(("large", f"{args.large_txns} × {args.large_events}/txn"))
+    return cols
+
+
+def report_pgoutput(args, summary):
+    """Issue 12's targets for outbox-relay with pgoutput, from the medians
+    of this run, one column per scenario and shape."""
+    begin, end = MARKS["pgoutput"]
+    cols = [(k, label) for k, label in pgoutput_columns(args)
+            if (k, "relay-pgoutput") in summary]
+    L = [begin, "## outbox-relay with pgoutput: issue 12's targets (bench/run.sh)", ""]
+    L.append("Command: `" + " ".join(["bench/run.sh"] + args.argv) + "`, run on "
+             f"{datetime.date.today().isoformat()}, "
+             + (f"medians of {args.runs} runs per system" if args.runs > 1 else
+                "one run per system, so no medians: use --runs 3")
+             + ", on the drains of the suite (same servers, same backlogs, same "
+             "configurations). *outbox-relay (pgoutput)* is outbox-relay with postgres.plugin=pgoutput "
+             f"streaming the publication {RELAY_PUBLICATION} (FOR TABLE public.outbox WITH "
+             "(publish = 'insert'), what the relay creates itself), proto_version 1, "
+             "otherwise configured as *outbox-relay* (wal2json). *pg_recvlogical pgoutput* "
+             f"decodes the same WAL with the same plugin (proto_version 1, publication "
+             f"{PUBLICATION}) to /dev/null: the walsender's ceiling. Every system drains its "
+             "own slot, made before the backlog was written. On the mixed WAL, rates and "
+             "costs per event count outbox events (1% of the rows).")
+    L.append("")
+    if not cols:
+        L += ["outbox-relay (pgoutput) was not measured in this run.", "", end]
+        return "\n".join(L) + "\n"
+    keys = [k for k, _ in cols]
+    S = lambda k, s: summary[(k, s)]
+    P = "relay-pgoutput"
+
+    def row(name, applies, fn):
+        cells = []
+        for k in keys:
+            try:
+                val, ok = fn(k)
+            except (KeyError, TypeError, ZeroDivisionError):
+                cells.append("not measured")
+                continue
+            if applies(k):
+                cells.append(f"{val} {'met' if ok else '**missed**'}")
+            else:
+                cells.append(f"{val} (no target)")
+        return "| " + name + " | " + " | ".join(cells) + " |"
+
+    every = lambda k: True
+    rate = lambda k, s: S(k, s)["rate"]
+    L += table(["target"] + [label for _, label in cols], [])
+    L.append(row("drain ≥ 0.9 × pg_recvlogical (pgoutput)", every,
+                 lambda k: (f"{rate(k, P) / rate(k, 'recv-pgoutput'):.2f}×",
+                            rate(k, P) >= 0.9 * rate(k, "recv-pgoutput"))))
+    L.append(row("drain ≥ 1.3 × outbox-relay (wal2json) at 10/txn", lambda k: k == 10,
+                 lambda k: (f"{rate(k, P) / rate(k, 'relay'):.2f}×",
+                            rate(k, P) >= 1.3 * rate(k, "relay"))))
+    L.append(row("drain ≥ 1.8 × outbox-relay (wal2json) on the mixed WAL",
+                 lambda k: k == "mixed",
+                 lambda k: (f"{rate(k, P) / rate(k, 'relay'):.2f}×",
+                            rate(k, P) >= 1.8 * rate(k, "relay"))))
+    L.append(row("relay CPU ≤ 2 µs/event at 10/txn", lambda k: k == 10,
+                 lambda k: (f"{S(k, P)['cpu_us']:.2f} µs", S(k, P)["cpu_us"] <= 2)))
+    L.append(row("peak RSS ≤ 32 MiB", every,
+                 lambda k: (f"{S(k, P)['rss']:.1f} MiB", S(k, P)["rss"] <= 32)))
+    L.append("")
+    L.append("The medians these come from (– where a system was not run):")
+    L.append("")
+    get = lambda k, s, key, f: fmt(summary[(k, s)][key], f) if (k, s) in summary else "–"
+    rows = []
+    for label, s, key, f in [
+            ("events/s, outbox-relay (pgoutput)", P, "rate", "{:,.0f}"),
+            ("events/s, outbox-relay (wal2json)", "relay", "rate", "{:,.0f}"),
+            ("events/s, pg_recvlogical pgoutput", "recv-pgoutput", "rate", "{:,.0f}"),
+            ("events/s, pg_recvlogical wal2json", "recv-wal2json", "rate", "{:,.0f}"),
+            ("relay CPU µs/event, pgoutput", P, "cpu_us", "{:.2f}"),
+            ("relay CPU µs/event, wal2json", "relay", "cpu_us", "{:.2f}"),
+            ("peak RSS MiB, pgoutput (max of the runs)", P, "rss", "{:.1f}"),
+            ("peak RSS MiB, wal2json (max of the runs)", "relay", "rss", "{:.1f}"),
+            ("PostgreSQL CPU µs/event, outbox-relay (pgoutput)", P, "pg_cpu_us", "{:.2f}"),
+            ("PostgreSQL CPU µs/event, pg_recvlogical pgoutput", "recv-pgoutput",
+             "pg_cpu_us", "{:.2f}"),
+            ("PostgreSQL CPU µs/event, outbox-relay (wal2json)", "relay", "pg_cpu_us",
+             "{:.2f}"),
+            ("Kafka CPU µs/event, outbox-relay (pgoutput)", P, "kafka_cpu_us", "{:.2f}")]:
+        rows.append([label] + [get(k, s, key, f) for k in keys])
+    L += table(["median"] + [label for _, label in cols], rows)
+    L.append("")
+    L.append("PostgreSQL CPU is the whole server over the drain, mostly the walsender "
+             "decoding; `bench/drain.sh --stages` splits the relay's own CPU into "
+             "receive, decode, route and produce for each plugin.")
+    L.append("")
+    L.append(end)
+    return "\n".join(L) + "\n"
+
+
 def report_large(args, bench, summary):
     begin, end = MARKS["large"]
     n = args.large_events * args.large_txns
@@ -1073,12 +1210,19 @@ def main():
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--poller-batch", type=int, default=5000)
     p.add_argument("--poller-interval", type=int, default=50)
+    p.add_argument("--sections", default=",".join(MARKS),
+                   help="which sections of --results to write (of those the run "
+                   "measured): backlog, mixed, large, pgoutput; the others are kept")
     p.add_argument("--argv", default="")
     args = p.parse_args()
     args.per_txn = [int(x) for x in args.per_txn.split(",")]
     args.systems = args.systems.split(",")
     args.scenarios = args.scenarios.split(",")
     args.argv = args.argv.split()
+    args.sections = args.sections.split(",")
+    for s in args.sections:
+        if s not in MARKS:
+            sys.exit(f"unknown section {s}; known: {', '.join(MARKS)}")
     for s in args.systems:
         if s not in SYSTEMS:
             sys.exit(f"unknown system {s}; known: {', '.join(SYSTEMS)}")
@@ -1093,16 +1237,19 @@ def main():
         json.dump(dict(drains=bench.results, steady=bench.steady_results), f, indent=1)
     summary = summarize(bench.results)
     written = []
-    if "backlog" in args.scenarios:
+    want = lambda section: section in args.sections
+    if "backlog" in args.scenarios and want("backlog"):
         plots = make_plots(args, summary, args.plots)
         write_results(args.results, report(args, bench, summary, plots))
         written += plots
-    if "mixed" in args.scenarios:
+    if "mixed" in args.scenarios and want("mixed"):
         plots = plot_retention(bench, args.plots) if bench.steady_results else []
         write_results(args.results, report_mixed(args, bench, summary, plots), MARKS["mixed"])
         written += plots
-    if "large" in args.scenarios:
+    if "large" in args.scenarios and want("large"):
         write_results(args.results, report_large(args, bench, summary), MARKS["large"])
+    if "relay-pgoutput" in args.systems and want("pgoutput"):
+        write_results(args.results, report_pgoutput(args, summary), MARKS["pgoutput"])
     log(f"wrote {args.results}" + (f" and {len(written)} plots in {args.plots}" if written else ""))
 
 

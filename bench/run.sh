@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The benchmark suite of issue 5 in one command: backlog drains of
-# outbox-relay, outbox-poller (default and tuned), Debezium and pg_recvlogical
-# (wal2json and pgoutput) side by side, on one throwaway PostgreSQL and Kafka.
+# outbox-relay (with wal2json and with pgoutput), outbox-poller (default and
+# tuned), Debezium and pg_recvlogical (wal2json and pgoutput) side by side,
+# on one throwaway PostgreSQL and Kafka.
 #
 #   bench/run.sh [--full] [--events N] [--runs R] [--per-txn 10,1]
-#                [--systems relay,debezium,recv-wal2json,recv-pgoutput,poller,poller-tuned]
+#                [--systems relay,relay-pgoutput,debezium,recv-wal2json,recv-pgoutput,
+#                           poller,poller-tuned]
 #                [--scenarios backlog,mixed,large] [--mixed-events N]
 #                [--mixed-rate ROWS_PER_S] [--mixed-seconds S]
 #                [--large-events N] [--large-txns T]
 #                [--rates 200,1000,3000] [--seconds S] [--no-drain] [--no-latency]
 #                [--saturate] [--writers W]
-#                [--results FILE] [--plots DIR]
+#                [--results FILE] [--plots DIR] [--sections backlog,mixed,large,pgoutput]
 #
 # The drain part (bench/run.py) has three scenarios: backlog (N events, K per
 # transaction), mixed (outbox rows are 1% of the WAL, the rest INSERTs,
@@ -19,11 +21,15 @@
 # relay's slot holds) and large (one transaction of 100k events). --full:
 # 20k mixed events (2M rows), 60 s of steady load, 3 large transactions.
 # --results and --plots redirect the output from bench/RESULTS.md and
-# bench/plots/.
+# bench/plots/; --sections writes only those sections of the drain part (the
+# rest of the file is kept). With relay-pgoutput among the systems, the
+# pgoutput section holds issue 12's targets for it, from the medians of
+# every scenario of the run.
 #
 # Two parts, on the same servers: the backlog drain (bench/run.py) and the
 # steady-load latency (bench/latency.py: open-loop writers at each rate for
-# S seconds, relay, pollers and Debezium). Default: 200k events per backlog,
+# S seconds: relay, pollers and Debezium, and relay-pgoutput when --systems
+# names it). Default: 200k events per backlog,
 # 1 run, 10 and 1 events per transaction; rates 200,1000,3000 for 10 s each
 # (about ten minutes in all). --full: 1M events, 3 runs; rates
 # 100,500,1000,2000,5000,10000 for 30 s, then doubling (--saturate) until
@@ -38,7 +44,7 @@
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 
-args=(); events=200000; runs=1; drain=1; latency=1
+args=(); events=200000; runs=1; drain=1; latency=1; systems=debezium
 rates=200,1000,3000; seconds=10
 out=(); full=()
 lat=()
@@ -53,9 +59,9 @@ while [ $# -gt 0 ]; do
     --no-latency) latency=0; shift ;;
     --events) events=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    --systems) args+=("$1" "$2"); lat+=("$1" "$2"); shift 2 ;;  # both parts
+    --systems) args+=("$1" "$2"); lat+=("$1" "$2"); systems=$2; shift 2 ;;  # both parts
     --per-txn|--systems|--poller-batch|--poller-interval|--scenarios|--mixed-events|\
-      --mixed-rate|--mixed-seconds|--large-events|--large-txns) args+=("$1" "$2"); shift 2 ;;
+      --mixed-rate|--mixed-seconds|--large-events|--large-txns|--sections) args+=("$1" "$2"); shift 2 ;;
     --results|--plots) out+=("$1" "$2"); shift 2 ;;
     --saturate) lat+=("$1"); shift ;;
     --writers) lat+=("$1" "$2"); shift 2 ;;
@@ -79,7 +85,8 @@ targets=(outbox-relay)
 # The poller joins the suite as soon as its target exists.
 cmake --build "$BUILD_DIR" --target help 2>/dev/null | grep -q 'outbox-poller' && targets+=(outbox-poller)
 cmake --build "$BUILD_DIR" --target "${targets[@]}" >/dev/null
-"$OUTBOX_ROOT/bench/debezium.sh" fetch
+# Debezium's jars only when it runs (every system runs by default).
+case ",$systems," in *,debezium,*) "$OUTBOX_ROOT/bench/debezium.sh" fetch ;; esac
 
 work=$(mktemp -d /tmp/outbox-suite.XXXXXX); chmod 755 "$work"
 cleanup() {
@@ -93,8 +100,9 @@ eval "$("$OUTBOX_ROOT/scripts/pg.sh" start "$work/pg" 2>/dev/null)"
 eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
 export PGHOST PGPORT PGUSER PGDATABASE OUTBOX_PG_CONNINFO OUTBOX_PG_DIR \
   OUTBOX_KAFKA_BROKERS OUTBOX_KAFKA_DIR
-# Every CDC run needs its own slot made before the backlog (4 per run).
-slots=$((4 * runs + 4))
+# Every CDC run needs its own slot made before the backlog (5 systems per
+# run: both relays, Debezium, pg_recvlogical twice).
+slots=$((5 * runs + 4))
 if [ $slots -gt 10 ]; then
   psql -qAt -c "ALTER SYSTEM SET max_replication_slots = $slots" \
     -c "ALTER SYSTEM SET max_wal_senders = $slots" >/dev/null

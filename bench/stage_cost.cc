@@ -1,12 +1,15 @@
 // stage_cost: the CPU cost of each stage of the relay's pipeline, measured
 // alone, to show what bounds the relay's CPU per event (bench/RESULTS.md).
 //
-//   stage_cost recv --pg CONNINFO --slot S --end LSN [--decode] [--route]
-//       Streams the slot with the relay's own LibpqReplicationStream (wal2json
-//       format-version 2, the relay's options and its read coalescing) until
-//       a record at or past LSN arrives (the backlog must be followed by
-//       another transaction: wal2json sends B/C even for filtered ones);
-//       with --decode also decodes every message, with
+//   stage_cost recv --pg CONNINFO --slot S --end LSN
+//                   [--plugin wal2json|pgoutput] [--decode] [--route]
+//       Streams the slot with the relay's own LibpqReplicationStream and
+//       output plugin (default wal2json format-version 2; pgoutput streams
+//       the publication outbox_relay, which must exist; the relay's options
+//       and its read coalescing) until a record at or past LSN arrives (the
+//       backlog must be followed by another transaction with an outbox row:
+//       pgoutput sends nothing for a transaction without one); with
+//       --decode also decodes every message with the plugin's decoder, with
 //       --route also routes every insert to a Record. Never confirms, so the
 //       slot can be read again and again.
 //   stage_cost produce --kafka BROKERS --events N [--topic T]
@@ -218,7 +221,7 @@ int main(int argc, char** argv) {
   }
   fprintf(stderr,
           "usage: stage_cost recv --pg CONNINFO --slot S --end LSN "
-          "[--decode] [--route] [--events N]\n"
+          "[--plugin wal2json|pgoutput] [--decode] [--route] [--events N]\n"
           "       stage_cost produce --kafka BROKERS --events N [--topic T] "
           "[--value-bytes B] [--window W] [--prop k=v]... [--no-header]\n");
   return 2;
