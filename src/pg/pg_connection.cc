@@ -148,8 +148,9 @@ absl::Status PgConnection::ResultError(absl::string_view context,
   return st;
 }
 
-absl::StatusOr<PgResult> PgConnection::Query(const std::string& sql) {
-  PgResult res(PQexec(conn_, sql.c_str()));
+absl::StatusOr<PgResult> PgConnection::Checked(const std::string& sql,
+                                               pg_result* raw) {
+  PgResult res(raw);
   ExecStatusType st =
       res != nullptr ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
@@ -159,21 +160,19 @@ absl::StatusOr<PgResult> PgConnection::Query(const std::string& sql) {
   return res;
 }
 
+absl::StatusOr<PgResult> PgConnection::Query(const std::string& sql) {
+  return Checked(sql, PQexec(conn_, sql.c_str()));
+}
+
 absl::StatusOr<PgResult> PgConnection::QueryParams(
     const std::string& sql, const std::vector<std::string>& params) {
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const std::string& p : params) values.push_back(p.c_str());
-  PgResult res(PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()),
-                            nullptr, values.data(), nullptr, nullptr,
-                            /*resultFormat=*/0));
-  ExecStatusType st =
-      res != nullptr ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
-  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-    return ResultError(absl::StrCat("\"", sql.substr(0, 60), "\" failed"),
-                       res.get());
-  }
-  return res;
+  return Checked(
+      sql, PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()),
+                        nullptr, values.data(), nullptr, nullptr,
+                        /*resultFormat=*/0));
 }
 
 std::string PgConnection::Value(const PgResult& res, int row, int col) {

@@ -98,6 +98,8 @@ class PgConnection {
 
  private:
   explicit PgConnection(pg_conn* conn) : conn_(conn) {}
+  // Takes `raw`; OK for rows or a completed command, else the error.
+  absl::StatusOr<PgResult> Checked(const std::string& sql, pg_result* raw);
   pg_conn* conn_;
 };
 
