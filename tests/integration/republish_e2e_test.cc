@@ -25,7 +25,9 @@ class RepublishTest : public RelayE2ETest {
     std::vector<std::string> args = RelayArgs();
     args.insert(args.begin() + 1, "republish");
     args.insert(args.end(), extra.begin(), extra.end());
-    auto p = Process::Start(args, dir_ + "/republish.log");
+    // A log of its own per run: the output is this run's only.
+    auto p = Process::Start(args,
+                            absl::StrCat(dir_, "/republish-", ++runs_, ".log"));
     int code = p->Wait(120000);
     *output = p->Output();
     return code;
@@ -46,6 +48,7 @@ class RepublishTest : public RelayE2ETest {
   std::string Now() { return db_->Scalar("SELECT clock_timestamp()::text"); }
 
   std::vector<std::string> rolled_back_;
+  int runs_ = 0;
 };
 
 // The runbook of README's "PostgreSQL failover" for a slot that was lost:
