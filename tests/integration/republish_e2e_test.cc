@@ -15,8 +15,10 @@ class RepublishTest : public RelayE2ETest {
  protected:
   void SetUp() override {
     RelayE2ETest::SetUp();
-    // A configured header, so the comparison covers more than "id".
-    extra_relay_args_ = {"--set", "outbox.headers.type=event_type"};
+    // Configured headers, so the comparison covers more than "id": a text
+    // column and a timestamptz one (its text is the session's).
+    extra_relay_args_ = {"--set", "outbox.headers.type=event_type", "--set",
+                         "outbox.headers.created_at=created_at"};
   }
 
   // Runs `outbox-relay republish` with the relay's configuration and
