@@ -188,5 +188,20 @@ TEST_F(RepublishTest, RecordsAreTheRelaysByteForByte) {
   }
 }
 
+// An event Kafka refuses (over message.max.bytes) is not delivered: exit 1
+// with one line naming it, not a success.
+TEST_F(RepublishTest, AnUndeliveredEventIsAFailure) {
+  const std::string huge = "00000000-0000-4000-8000-00000000c001";
+  InsertHugeEvent(huge);
+  std::string out;
+  EXPECT_EQ(Republish({"--all"}, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("events considered   1"));
+  EXPECT_THAT(out, HasSubstr("re-published        0"));
+  EXPECT_THAT(out, HasSubstr("failed              1"));
+  EXPECT_THAT(out, HasSubstr("outbox-relay republish: 1 of 1 missing events "
+                             "were not delivered (first: " +
+                             huge + ": "));
+}
+
 }  // namespace
 }  // namespace outbox::testing
