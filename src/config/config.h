@@ -51,8 +51,9 @@ struct PostgresConfig {
   // Where the slot marker lives (relay/file_slot_history.h); empty: the
   // default, $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.
   std::string state_dir;
-  // The LSN a refusal to recreate a lost slot named, once the events after
-  // it were re-published: lets the relay create the slot anew. Empty: none.
+  // The LSN a refusal to recreate a lost slot named: lets the relay create
+  // the slot anew (then `outbox-relay republish` closes the gap). Empty:
+  // none.
   std::string acknowledge_slot_loss;
   int64_t status_interval_ms = 1000;
   int64_t read_coalesce_us = 1000;

@@ -85,9 +85,9 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("postgres.acknowledge_slot_loss",
              G(postgres.acknowledge_slot_loss),
              "after the relay refused to create a lost slot anew: the LSN the "
-             "refusal named, once the events committed after it were "
-             "re-published; lets the relay create the slot (only for that "
-             "loss)"));
+             "refusal named; lets the relay create the slot (only for that "
+             "loss). Then re-publish the events committed after it: "
+             "outbox-relay republish --since <a time before the loss>"));
   add(Global("postgres.status_interval_ms", G(postgres.status_interval_ms),
              "interval between standby status updates sent to the server")
           .Min(1));

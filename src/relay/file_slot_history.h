@@ -13,11 +13,11 @@
 // no marker, and nothing recorded by this process. Otherwise it refuses
 // with FailedPrecondition, one line naming the slot, the lost range
 // ("events committed after <last confirmed LSN> are in no slot"), and the
-// fix: re-publish those events, then start once with
-// postgres.acknowledge_slot_loss=<that LSN> (it matches only that loss: a
-// new slot records a new position) or delete the marker. When the server's
-// system identifier differs from the recorded one the refusal names both.
-// An unreadable marker refuses too, until Record() rewrites it (the slot
+// fix: start once with postgres.acknowledge_slot_loss=<that LSN> (it
+// matches only that loss: a new slot records a new position) or delete the
+// marker, then re-publish those events (`outbox-relay republish`). When the
+// server's system identifier differs from the recorded one the refusal names
+// both. An unreadable marker refuses too, until Record() rewrites it (the slot
 // exists again) or it is deleted.
 //
 // Threading: thread safe (the supervisor calls CheckCreate()/Record(), the

@@ -95,7 +95,7 @@ TEST_F(FileSlotHistoryTest, ThisProcessRefusesASlotItHasSeen) {
                                    "it before"),
                          HasSubstr("events committed after 0/16B3748 are in "
                                    "no slot"),
-                         HasSubstr("Re-publish them from the outbox table"),
+                         HasSubstr("outbox-relay republish --since"),
                          HasSubstr("--set postgres.acknowledge_slot_loss="
                                    "0/16B3748"),
                          HasSubstr("or delete " + h->path())));
