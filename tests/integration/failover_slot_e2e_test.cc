@@ -153,9 +153,9 @@ TEST_F(FailoverSlotE2ETest, AnExistingSlotWithoutFailoverGetsIt) {
   // Restarted, it finds the flag set and alters nothing.
   relay_->Signal(SIGTERM);
   ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
-  StartRelay();
+  relay_ = Process::Start(RelayArgs(), dir_ + "/relay2.log");
   ASSERT_TRUE(WaitActive()) << relay_->Output();
-  ASSERT_TRUE(WaitOutput("streaming")) << relay_->Output();
+  ASSERT_TRUE(WaitOutput("INFO streaming")) << relay_->Output();
   EXPECT_THAT(relay_->Output(), Not(HasSubstr("enabled failover")));
 }
 
