@@ -18,16 +18,7 @@ class PgOutputE2ETest : public RelayE2ETest,
  protected:
   std::string PgConninfo() override {
     pg_dir_ = TempDir("pg" + std::to_string(GetParam())) + "/pg";
-    if (RunScript(
-            "pg.sh stop " + pg_dir_ +
-            " >/dev/null 2>&1; OUTBOX_PG_MAJOR=" + std::to_string(GetParam()) +
-            " " + std::string(getenv("OUTBOX_ROOT")) + "/scripts/pg.sh start " +
-            pg_dir_ + " >/dev/null") != 0) {
-      return "";
-    }
-    std::string port = ReadFile(pg_dir_ + "/port");
-    while (!port.empty() && port.back() == '\n') port.pop_back();
-    return "host=127.0.0.1 port=" + port + " user=postgres dbname=postgres";
+    return StartPgCluster(GetParam(), pg_dir_);
   }
 
   void SetUp() override {

@@ -30,6 +30,21 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// Starts a PostgreSQL cluster of `major` in `dir` (scripts/pg.sh, after
+// stopping whatever was there); its conninfo, or "" when it did not start.
+// Stop it with RunScript("pg.sh stop " + dir).
+inline std::string StartPgCluster(int major, const std::string& dir) {
+  if (RunScript("pg.sh stop " + dir +
+                " >/dev/null 2>&1; OUTBOX_PG_MAJOR=" + std::to_string(major) +
+                " " + std::string(getenv("OUTBOX_ROOT")) +
+                "/scripts/pg.sh start " + dir + " >/dev/null") != 0) {
+    return "";
+  }
+  std::string port = ReadFile(dir + "/port");
+  while (!port.empty() && port.back() == '\n') port.pop_back();
+  return "host=127.0.0.1 port=" + port + " user=postgres dbname=postgres";
+}
+
 struct Event {
   std::string id, key, payload;
   int writer = 0, seq = 0;
