@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "plugin/output_plugin.h"
 #include "relay/file_slot_history.h"
 #include "relay/relay.h"
+#include "relay/server_change.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -239,6 +241,8 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     }
     history = std::move(*h);
   }
+  // The previous session's server, to log a promotion or another cluster.
+  std::optional<ServerIdentity> previous_server;
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -272,9 +276,16 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
       Log(Severity::kError, std::string(sink.status().message()));
       return kExitUsage;
     }
+    ServerIdentity identity{server.system_id, server.timeline, server.endpoint};
+    for (const std::string& change : ServerChanges(previous_server, identity)) {
+      Log(Severity::kWarn, change, {{"slot", config.postgres.slot}});
+    }
+    previous_server = identity;
     Log(Severity::kInfo, "streaming",
-        {{"server", server.version},
+        {{"host", server.endpoint},
+         {"server", server.version},
          {"system_id", server.system_id},
+         {"timeline", absl::StrCat(server.timeline)},
          {"database", server.dbname},
          {"slot", config.postgres.slot},
          {"plugin", std::string((*plugin)->name())},
