@@ -241,8 +241,12 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     }
     history = std::move(*h);
   }
-  // The previous session's server, to log a promotion or another cluster.
+  // The previous session's server, to log a promotion or another cluster;
+  // before the first session, the one the slot marker recorded (a promotion
+  // while the relay was down).
   std::optional<ServerIdentity> previous_server;
+  if (history != nullptr) previous_server = history->RecordedServer();
+  bool first_session = true;
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -277,10 +281,15 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
       return kExitUsage;
     }
     ServerIdentity identity{server.system_id, server.timeline, server.endpoint};
+    if (first_session && previous_server.has_value() &&
+        previous_server->system_id != identity.system_id) {
+      previous_server.reset();  // FileSlotHistory::Record() warned already
+    }
     for (const std::string& change : ServerChanges(previous_server, identity)) {
       Log(Severity::kWarn, change, {{"slot", config.postgres.slot}});
     }
     previous_server = identity;
+    first_session = false;
     Log(Severity::kInfo, "streaming",
         {{"host", server.endpoint},
          {"server", server.version},

@@ -170,6 +170,45 @@ class FailoverE2ETest : public RelayE2ETest {
     }
   }
 
+  // The WHERE clause of the test's slot in pg_replication_slots.
+  std::string SlotRow() const {
+    return "FROM pg_replication_slots WHERE slot_name = '" + slot_ + "'";
+  }
+
+  // Waits until the standby's copy of the slot is synchronized (persistent,
+  // no longer the temporary copy of the first sync) and then moves once more
+  // (it follows the primary's).
+  bool WaitSynchronized(PgConn* standby) {
+    if (!WaitUntil(
+            [&] {
+              return standby->Scalar("SELECT count(*) " + SlotRow() +
+                                     " AND synced AND NOT temporary AND "
+                                     "failover") == "1";
+            },
+            120000)) {
+      ADD_FAILURE() << "the standby never synchronized the slot";
+      return false;
+    }
+    const std::string synced_once =
+        standby->Scalar("SELECT confirmed_flush_lsn " + SlotRow());
+    return WaitUntil(
+        [&] {
+          return standby->Scalar("SELECT confirmed_flush_lsn > '" +
+                                 synced_once + "' " + SlotRow()) == "t";
+        },
+        60000);
+  }
+
+  // SIGKILL of the primary's postmaster, then a moment for its children
+  // (walsenders, backends) to notice and exit.
+  void KillPrimary() {
+    pid_t postmaster =
+        atoi(ReadFile(primary_dir_ + "/data/postmaster.pid").c_str());
+    ASSERT_GT(postmaster, 0);
+    ASSERT_EQ(kill(postmaster, SIGKILL), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+
   std::string primary_dir_, standby_dir_, primary_port_, standby_port_,
       standby_conninfo_;
 };
@@ -192,40 +231,16 @@ TEST_F(FailoverE2ETest, PrimaryKilledMidLoadRelayFollowsThePromotedStandby) {
       WriteAcrossFailover(w, stop, &written[w], &rolled_back[w], &commits);
     });
   }
-  // The standby's copy of the slot must be synchronized (persistent, no
-  // longer the temporary copy of the first sync) and following the load.
-  const std::string slot_row =
-      "FROM pg_replication_slots WHERE slot_name = '" + slot_ + "'";
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        return standby->Scalar("SELECT count(*) " + slot_row +
-                               " AND synced AND NOT temporary AND failover") ==
-               "1";
-      },
-      120000))
-      << "the standby never synchronized the slot\n"
-      << relay_->Output();
-  const std::string synced_once =
-      standby->Scalar("SELECT confirmed_flush_lsn " + slot_row);
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        return standby->Scalar("SELECT confirmed_flush_lsn > '" + synced_once +
-                               "' " + slot_row) == "t";
-      },
-      60000));
+  ASSERT_TRUE(WaitSynchronized(standby.get())) << relay_->Output();
   std::this_thread::sleep_for(
       std::chrono::milliseconds(500 + std::random_device{}() % 1500));
 
   // The primary dies: SIGKILL of its postmaster.
   const int commits_before_kill = commits.load();
-  pid_t postmaster =
-      atoi(ReadFile(primary_dir_ + "/data/postmaster.pid").c_str());
-  ASSERT_GT(postmaster, 0);
-  ASSERT_EQ(kill(postmaster, SIGKILL), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_NO_FATAL_FAILURE(KillPrimary());
   // Nothing moves the standby's slot until the promotion.
   const std::string resume_at =
-      standby->Scalar("SELECT confirmed_flush_lsn " + slot_row);
+      standby->Scalar("SELECT confirmed_flush_lsn " + SlotRow());
   const uint64_t resume_lsn = ParseLsnText(resume_at);
   standby.reset();
   ASSERT_EQ(RunScript("pg.sh promote " + standby_dir_), 0);
@@ -358,6 +373,54 @@ TEST_F(FailoverE2ETest, PrimaryKilledMidLoadRelayFollowsThePromotedStandby) {
             << " (fixture count " << duplicates << ", bound "
             << may_repeat.size() << " events after the resume position "
             << resume_at << "); " << seconds << " s\n";
+}
+
+// The relay is down during the failover: the new process's first session
+// compares with the server its slot marker recorded and logs the promotion.
+TEST_F(FailoverE2ETest, ARelayStartedAfterThePromotionLogsItFromTheMarker) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  auto standby = PgConn::Connect(standby_conninfo_);
+  ASSERT_NE(standby, nullptr);
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  std::atomic<bool> stop{false};
+  std::thread writer(
+      [&] { Write(1, 100000, 3, 0, &committed, &rolled_back, &stop); });
+  const bool synced = WaitSynchronized(standby.get());
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(synced) << relay_->Output();
+  relay_->Signal(SIGTERM);
+  ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+  // Every committed row on the standby, so the audit below can use what
+  // the writer saw committed.
+  const std::string end = db_->Scalar("SELECT pg_current_wal_lsn()");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return standby->Scalar("SELECT pg_last_wal_replay_lsn() >= '" + end +
+                               "'") == "t";
+      },
+      30000));
+  standby.reset();
+  ASSERT_NO_FATAL_FAILURE(KillPrimary());
+  ASSERT_EQ(RunScript("pg.sh promote " + standby_dir_), 0);
+  db_ = PgConn::Connect(pg_conninfo_);
+  ASSERT_NE(db_, nullptr);
+  ASSERT_EQ(db_->Scalar("SELECT inet_server_port()"), standby_port_);
+  Write(2, 20, 3, 0, &committed, &rolled_back);
+
+  StartRelay();
+  const int duplicates = Audit(committed, rolled_back, committed.size());
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("promoted: timeline 1 -> 2 on 127.0.0.1:" +
+                        standby_port_ + " slot="));
+  EXPECT_THAT(ReadFile(StateDir() + "/" + slot_ + ".slot"),
+              HasSubstr("\ntimeline=2\nendpoint=127.0.0.1:" + standby_port_));
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+  std::cerr << "failover with the relay down: " << committed.size()
+            << " events, " << duplicates << " duplicates\n";
 }
 
 }  // namespace
