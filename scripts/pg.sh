@@ -7,7 +7,8 @@
 #                             exist or be empty); prints shell assignments
 #                             (PGHOST, PGPORT, PGUSER, PGDATABASE,
 #                             OUTBOX_PG_CONNINFO) to stdout
-#   scripts/pg.sh stop DIR    stop it (immediate) and delete DIR
+#   scripts/pg.sh stop DIR    stop it (immediate) and delete DIR (also after a
+#                             SIGKILLed postmaster: its shared memory goes too)
 #   scripts/pg.sh restart DIR [fast|immediate]   stop (default fast) and
 #                             start again on the same port and data
 #   scripts/pg.sh standby PRIMARY_DIR STANDBY_DIR   a physical streaming
@@ -144,6 +145,17 @@ stop() {
   select_cluster || true
   if [ -f "$dir/data/postmaster.pid" ]; then
     as_owner "$dir" "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+  # A postmaster that was killed (SIGKILL) leaves its pid file and its
+  # System V shared memory segment (key and id on the file's 7th line);
+  # remove the segment once nothing is attached to it.
+  if [ -f "$dir/data/postmaster.pid" ]; then
+    local key id
+    read -r key id < <(sed -n 7p "$dir/data/postmaster.pid") || true
+    if [ -n "${id:-}" ] && ipcs -m 2>/dev/null | awk -v k="$(printf '0x%08x' "$key" 2>/dev/null)" -v i="$id" \
+        '$1 == k && $2 == i && $6 == 0 { found = 1 } END { exit !found }'; then
+      ipcrm -m "$id" 2>/dev/null || true
+    fi
   fi
   rm -rf "$dir"
 }

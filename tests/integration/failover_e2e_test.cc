@@ -21,6 +21,8 @@
 // so the duplicates are at most the events the old primary took whose bound
 // is > L or unknown (the connection died during COMMIT) and that the new
 // primary has.
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdio>
 
@@ -93,7 +95,10 @@ class FailoverE2ETest : public RelayE2ETest {
     RelayE2ETest::TearDown();
     db_.reset();
     if (!standby_dir_.empty()) RunScript("pg.sh stop " + standby_dir_);
-    if (!primary_dir_.empty()) RunScript("pg.sh stop " + primary_dir_);
+    if (!primary_dir_.empty()) {
+      RunScript("pg.sh stop " + primary_dir_);
+      rmdir(primary_dir_.substr(0, primary_dir_.rfind('/')).c_str());
+    }
   }
 
   struct Written {
