@@ -72,6 +72,7 @@ LibpqReplicationStream::~LibpqReplicationStream() {
 }
 
 absl::Status LibpqReplicationStream::CheckServer() {
+  server_.endpoint = db_->Endpoint();
   {
     ASSIGN_OR_RETURN(PgResult res, db_->Query("IDENTIFY_SYSTEM"));
     if (PgConnection::Rows(res) != 1 || PQnfields(res.get()) < 4) {

@@ -67,6 +67,7 @@ struct ReplicationOptions {
 };
 
 struct ServerInfo {
+  std::string endpoint;  // host:port of the connection (PgConnection)
   std::string system_id;
   int timeline = 0;
   Lsn xlogpos = kInvalidLsn;

@@ -224,6 +224,13 @@ std::string PgConnection::Identifier(absl::string_view s) const {
   return out;
 }
 
+std::string PgConnection::Endpoint() const {
+  const char* host = PQhost(conn_);
+  const char* port = PQport(conn_);
+  return absl::StrCat(host != nullptr ? host : "", ":",
+                      port != nullptr ? port : "");
+}
+
 std::string PgConnection::ParameterStatus(const char* name) const {
   const char* v = PQparameterStatus(conn_, name);
   return v != nullptr ? v : "";

@@ -86,6 +86,9 @@ class PgConnection {
   // The error a failed result carries, classified, with `context`.
   absl::Status ResultError(absl::string_view context, const pg_result* res);
 
+  // "host:port" libpq connected to: with several hosts in the conninfo,
+  // the one it chose (e.g. by target_session_attrs).
+  std::string Endpoint() const;
   // A server parameter reported at connect (e.g. "server_version").
   std::string ParameterStatus(const char* name) const;
   // The node this connection reached, "host:port" (the one host of a

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "plugin/output_plugin.h"
 #include "relay/file_slot_history.h"
 #include "relay/relay.h"
+#include "relay/server_change.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -293,6 +295,12 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     }
     history = std::move(*h);
   }
+  // The previous session's server, to log a promotion or another cluster;
+  // before the first session, the one the slot marker recorded (a promotion
+  // while the relay was down).
+  std::optional<ServerIdentity> previous_server;
+  if (history != nullptr) previous_server = history->RecordedServer();
+  bool first_session = true;
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -330,9 +338,21 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
       Log(Severity::kError, std::string(sink.status().message()));
       return kExitUsage;
     }
+    ServerIdentity identity{server.system_id, server.timeline, server.endpoint};
+    if (first_session && previous_server.has_value() &&
+        previous_server->system_id != identity.system_id) {
+      previous_server.reset();  // FileSlotHistory::Record() warned already
+    }
+    for (const std::string& change : ServerChanges(previous_server, identity)) {
+      Log(Severity::kWarn, change, {{"slot", config.postgres.slot}});
+    }
+    previous_server = identity;
+    first_session = false;
     Log(Severity::kInfo, "streaming",
-        {{"server", server.version},
+        {{"host", server.endpoint},
+         {"server", server.version},
          {"system_id", server.system_id},
+         {"timeline", absl::StrCat(server.timeline)},
          {"database", server.dbname},
          {"slot", config.postgres.slot},
          {"plugin", std::string((*plugin)->name())},
