@@ -5,13 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "plugin/wal2json/wal2json_decoder_fixture.h"
 
 namespace outbox::wal2json_test {
 namespace {
 
-using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 // ---------------------------------------------------------------------------
 // Malformed input: always InvalidArgument, never a crash.

@@ -1,6 +1,5 @@
 // The wal2json decoder on captured and hand-written valid records.
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -12,7 +11,6 @@ namespace outbox::wal2json_test {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 // ---------------------------------------------------------------------------
 // Captured output.
 
