@@ -71,7 +71,7 @@ std::string Render(bool json, absl::string_view ts, Severity level,
                    std::initializer_list<LogField> fields) {
   std::string line;
   if (json) {
-    line = "{";
+    line.push_back('{');
     if (!ts.empty()) {
       line.append("\"ts\":");
       AppendJsonString(&line, ts);

@@ -20,9 +20,12 @@ using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
 Config ParseOrDie(absl::string_view yaml) {
-  auto c = ParseConfigYaml(yaml, "relay.yaml");
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *std::move(c) : Config{};
+  absl::StatusOr<Config> c = ParseConfigYaml(yaml, "relay.yaml");
+  if (!c.ok()) {
+    ADD_FAILURE() << c.status();
+    return Config();
+  }
+  return *std::move(c);
 }
 
 std::string ErrorOf(absl::string_view yaml) {
