@@ -107,8 +107,12 @@ void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop,
 
 constexpr std::chrono::milliseconds kSlotMonitorTick{500};
 // Failover readiness connects to every standby: a slower round than the
-// slot's, and at once when a session starts.
+// slot's, and at once when a session starts. While a check finds problems
+// the next comes sooner, so that a slot the standby synchronizes a few
+// seconds after its creation, or a setting an operator just fixed, is seen
+// ready without waiting a whole round.
 constexpr std::chrono::seconds kFailoverCheckInterval{60};
+constexpr std::chrono::seconds kFailoverRecheckInterval{10};
 
 absl::StatusOr<std::unique_ptr<FileSlotHistory>> OpenHistory(
     const Config& config) {
@@ -131,8 +135,9 @@ absl::StatusOr<std::unique_ptr<FileSlotHistory>> OpenHistory(
 // logged once per distinct message; the next round reconnects. With
 // postgres.failover_slot, while the slot is active (the session has set its
 // failover flag), it also checks failover readiness every
-// kFailoverCheckInterval: each problem is logged once when it appears, and
-// the gauge follows every check. Destruction
+// kFailoverCheckInterval (kFailoverRecheckInterval while it finds
+// problems): each problem is logged once when it appears, and the gauge
+// follows every check. Destruction
 // waits for a query or connect in progress (at most
 // postgres.connect_timeout_s).
 
@@ -223,6 +228,8 @@ class SlotMonitorThread {
           {{"server_version_num", absl::StrCat(r->version_num)}});
       return;
     }
+    if (!r->problems.empty())
+      next_failover_check_ = now + kFailoverRecheckInterval;
     if (metrics_ != nullptr) metrics_->SetFailoverProblems(r->problems.size());
     for (const std::string& p : r->problems) {
       if (std::find(failover_problems_.begin(), failover_problems_.end(), p) ==

@@ -86,9 +86,8 @@ class FailoverE2ETest : public RelayE2ETest {
                          "postgres.publication=" + slot_ + "_pub"};
     db_->Exec("CREATE PUBLICATION " + slot_ + "_pub FOR TABLE public." +
               table_ + " WITH (publish = 'insert')");
-    // A failover slot (PostgreSQL 17: temporary, twophase, failover).
-    db_->Exec("SELECT pg_create_logical_replication_slot('" + slot_ +
-              "', 'pgoutput', false, false, true)");
+    // No slot: the relay creates its own, a failover slot
+    // (postgres.failover_slot defaults to true on PostgreSQL 17).
   }
 
   void TearDown() override {
@@ -222,6 +221,7 @@ TEST_F(FailoverE2ETest, PrimaryKilledMidLoadRelayFollowsThePromotedStandby) {
   const auto started = std::chrono::steady_clock::now();
   StartRelay();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
+  ASSERT_EQ(db_->Scalar("SELECT failover " + SlotRow()), "t");
   auto standby = PgConn::Connect(standby_conninfo_);
   ASSERT_NE(standby, nullptr);
 
