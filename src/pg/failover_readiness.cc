@@ -293,16 +293,22 @@ std::optional<std::string> Optional(const PgResult& res, int col) {
   return PgConnection::Value(res, 0, col);
 }
 
+// A short-lived connection of the readiness check to one node.
+absl::StatusOr<std::unique_ptr<PgConnection>> ConnectForCheck(
+    const std::string& conninfo, const FailoverCheckOptions& options) {
+  PgConnectOptions connect;
+  connect.conninfo = conninfo;
+  connect.application_name = "outbox-relay-failover-check";
+  connect.connect_timeout_s = options.connect_timeout_s;
+  return PgConnection::Connect(connect);
+}
+
 StandbyFacts ReadStandby(const HostConninfo& host,
                          const FailoverCheckOptions& options) {
   StandbyFacts s;
   s.node = host.node;
-  PgConnectOptions connect;
-  connect.conninfo = host.conninfo;
-  connect.application_name = "outbox-relay-failover-check";
-  connect.connect_timeout_s = options.connect_timeout_s;
   absl::StatusOr<std::unique_ptr<PgConnection>> conn =
-      PgConnection::Connect(connect);
+      ConnectForCheck(host.conninfo, options);
   if (!conn.ok()) {
     s.error = std::string(conn.status().message());
     return s;
@@ -330,12 +336,8 @@ StandbyFacts ReadStandby(const HostConninfo& host,
 
 absl::StatusOr<FailoverReport> CheckFailoverReadiness(
     const FailoverCheckOptions& options) {
-  PgConnectOptions connect;
-  connect.conninfo = options.conninfo;
-  connect.application_name = "outbox-relay-failover-check";
-  connect.connect_timeout_s = options.connect_timeout_s;
   absl::StatusOr<std::unique_ptr<PgConnection>> conn =
-      PgConnection::Connect(connect);
+      ConnectForCheck(options.conninfo, options);
   if (!conn.ok()) return absl::UnavailableError(conn.status().message());
   PgConnection& db = **conn;
   FailoverReport report;

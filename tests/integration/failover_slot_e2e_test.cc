@@ -103,10 +103,24 @@ class FailoverSlotE2ETest : public RelayE2ETest {
     return p->Output();
   }
 
-  std::string Port() {
-    std::string port = ReadFile(pg_dir_ + "/port");
+  // The port of the server in `dir` (the primary's by default).
+  std::string Port(const std::string& dir = "") {
+    std::string port = ReadFile((dir.empty() ? pg_dir_ : dir) + "/port");
     while (!port.empty() && port.back() == '\n') port.pop_back();
     return port;
+  }
+
+  // Starts the relay on a two-host conninfo, the primary then `second_port`
+  // (target_session_attrs=read-write); returns the conninfo.
+  std::string StartRelayOnPair(const std::string& second_port) {
+    std::string pair = "host=127.0.0.1,127.0.0.1 port=" + Port() + "," +
+                       second_port +
+                       " user=postgres dbname=postgres "
+                       "target_session_attrs=read-write";
+    auto args = RelayArgs();
+    args[2] = pair;
+    relay_ = Process::Start(args, dir_ + "/relay.log");
+    return pair;
   }
 
   std::string pg_dir_;
@@ -179,13 +193,7 @@ TEST_F(FailoverSlotE2ETest, StandbysOfAMultiHostConninfoAreChecked) {
   db_->Exec("ALTER SYSTEM SET synchronized_standby_slots = '" + slot_ + "_sb'");
   db_->Exec("SELECT pg_reload_conf()");
   std::string down_port = std::to_string(UnusedPort());
-  std::string multi = "host=127.0.0.1,127.0.0.1 port=" + Port() + "," +
-                      down_port +
-                      " user=postgres dbname=postgres "
-                      "target_session_attrs=read-write";
-  auto args = RelayArgs();
-  args[2] = multi;
-  relay_ = Process::Start(args, dir_ + "/relay.log");
+  std::string multi = StartRelayOnPair(down_port);
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   ASSERT_TRUE(WaitOutput("failover not safe: standby 127.0.0.1:" + down_port +
                          " not checked"))
@@ -213,19 +221,10 @@ TEST_F(FailoverSlotE2ETest, AHealthyPairIsReportedReady) {
   ASSERT_EQ(RunScript("pg.sh standby " + pg_dir_ + " " + standby_dir_ +
                       " >/dev/null"),
             0);
-  std::string standby_port = ReadFile(standby_dir_ + "/port");
-  while (!standby_port.empty() && standby_port.back() == '\n') {
-    standby_port.pop_back();
-  }
+  const std::string standby_port = Port(standby_dir_);
   db_ = PgConn::Connect(pg_conninfo_);  // the primary was restarted
   ASSERT_NE(db_, nullptr);
-  std::string pair = "host=127.0.0.1,127.0.0.1 port=" + Port() + "," +
-                     standby_port +
-                     " user=postgres dbname=postgres "
-                     "target_session_attrs=read-write";
-  auto args = RelayArgs();
-  args[2] = pair;
-  relay_ = Process::Start(args, dir_ + "/relay.log");
+  std::string pair = StartRelayOnPair(standby_port);
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   EXPECT_EQ(SlotFailover(), "t");
   // Slot sync copies the new slot within its nap (at most 30 s); the relay

@@ -77,19 +77,8 @@ TEST_P(PgOutputE2ETest, SigkillAtRandomMomentsLosesNothing) {
   int dups = Audit(committed, rolled_back, committed.size());
   // outbox-audit, the product's own check, agrees: nothing missing,
   // nothing unknown, per-key order kept.
-  std::vector<std::string> args = {BinaryPath("outbox-audit"),
-                                   "--pg",
-                                   pg_conninfo_,
-                                   "--kafka",
-                                   env_->kafka_brokers(),
-                                   "--tables",
-                                   "public." + table_,
-                                   "--topic",
-                                   topic_,
-                                   "--json"};
-  auto audit = Process::Start(args, dir_ + "/audit.log");
-  int code = audit->Wait(180000);
-  std::string out = audit->Output();
+  std::string out;
+  int code = RunOutboxAudit({"--json"}, &out);
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("\"missing\":0"));
   EXPECT_THAT(out, HasSubstr("\"unknown\":0"));

@@ -123,13 +123,10 @@ TEST_F(RepublishTest, ClosesTheGapALostSlotLeftAndOnlyThat) {
   all.insert(all.end(), after.begin(), after.end());
   // Every event once: nothing missing, no duplicates.
   EXPECT_EQ(Audit(all, rolled_back_, all.size()), 0);
-  auto audit = Process::Start(
-      {BinaryPath("outbox-audit"), "--pg", pg_conninfo_, "--kafka",
-       env_->kafka_brokers(), "--tables", "public." + table_, "--topic", topic_,
-       "--max-duplicates", "0"},
-      dir_ + "/audit.log");
-  EXPECT_EQ(audit->Wait(120000), 0) << audit->Output();
-  EXPECT_THAT(audit->Output(), HasSubstr("missing            0"));
+  std::string audit_out;
+  EXPECT_EQ(RunOutboxAudit({"--max-duplicates", "0"}, &audit_out), 0)
+      << audit_out;
+  EXPECT_THAT(audit_out, HasSubstr("missing            0"));
 
   // A second run finds nothing to do.
   ASSERT_EQ(Republish({"--since", since}, &out), 0) << out;
