@@ -131,7 +131,8 @@ TEST_F(FailoverSlotE2ETest, TheSlotIsCreatedWithFailoverAndGapsAreWarned) {
   StartRelay();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   EXPECT_EQ(SlotFailover(), "t");
-  EXPECT_THAT(relay_->Output(), HasSubstr("failover_slot=true"));
+  // The session's line comes after the slot is active: wait for it.
+  EXPECT_TRUE(WaitOutput("failover_slot=true")) << relay_->Output();
   // A lone primary: no synchronized_standby_slots, no standby to check.
   ASSERT_TRUE(
       WaitOutput("failover not safe: synchronized_standby_slots is "
@@ -243,8 +244,8 @@ TEST_F(FailoverSlotE2ETest, AHealthyPairIsReportedReady) {
   // Problems the first check may have logged (the slot not synchronized
   // yet) are followed by the all-clear.
   if (relay_->Output().find("failover not safe") != std::string::npos) {
-    EXPECT_THAT(relay_->Output(), HasSubstr("failover ready: every check "
-                                            "passed"));
+    EXPECT_TRUE(WaitOutput("failover ready: every check passed"))
+        << relay_->Output();
   }
   EXPECT_THAT(relay_->Output(),
               Not(HasSubstr("synchronized_standby_slots is empty")));

@@ -188,7 +188,9 @@ TEST_F(RepublishTest, RecordsAreTheRelaysByteForByte) {
 // An event Kafka refuses (over message.max.bytes) is not delivered: exit 1
 // with one line naming it, not a success.
 TEST_F(RepublishTest, AnUndeliveredEventIsAFailure) {
-  const std::string huge = "00000000-0000-4000-8000-00000000c001";
+  // An id of its own: Kafka's dead-letter topic is shared by the suite, and
+  // an id found there counts as delivered.
+  const std::string huge = db_->Scalar("SELECT gen_random_uuid()::text");
   InsertHugeEvent(huge);
   std::string out;
   EXPECT_EQ(Republish({"--all"}, &out), 1) << out;
