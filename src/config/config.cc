@@ -378,6 +378,15 @@ absl::Status Validate(const Config& c) {
     return Invalid("outbox.dead_letter_topic",
                    "must be set when outbox.on_invalid is dead_letter");
   }
+  if (c.postgres.heartbeat_interval_s > 0 &&
+      c.postgres.heartbeat_timeout_s <= c.postgres.heartbeat_interval_s) {
+    return Invalid("postgres.heartbeat_timeout_s",
+                   "must be longer than postgres.heartbeat_interval_s");
+  }
+  if (c.outbox.messages.enabled && c.outbox.messages.prefix.empty()) {
+    return Invalid("outbox.messages.prefix",
+                   "must be set when outbox.messages.enabled is true");
+  }
   if (c.kafka.brokers.empty()) return Invalid("kafka.brokers", "is empty");
   for (absl::string_view p : {"bootstrap.servers", "metadata.broker.list"}) {
     if (c.kafka.properties.count(std::string(p)) > 0) {

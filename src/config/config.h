@@ -68,6 +68,12 @@ struct PostgresConfig {
   int64_t connect_timeout_s = 10;
   int64_t reconnect_backoff_initial_ms = 500;
   int64_t reconnect_backoff_max_ms = 30000;
+  // The relay's own logical message every this many seconds over a normal
+  // connection, timed as it comes back through the slot (relay/heartbeat.h);
+  // 0: none. /readyz fails when one has not come back within
+  // heartbeat_timeout_s and nothing else arrived from the stream either.
+  int64_t heartbeat_interval_s = 0;
+  int64_t heartbeat_timeout_s = 60;
 };
 
 // Column names of an outbox table; Debezium's Outbox Event Router defaults.
@@ -91,6 +97,15 @@ struct OutboxTable {
   std::string QualifiedName() const { return schema + "." + name; }
 };
 
+// The tableless outbox: transactional logical decoding messages
+// (pg_logical_emit_message) under `prefix` whose content is an event in the
+// documented JSON format become records (route/message_router.h).
+struct OutboxMessagesConfig {
+  bool enabled = false;
+  std::string prefix = "outbox";
+  std::string topic = kDefaultTopicTemplate;  // placeholders: content fields
+};
+
 struct OutboxConfig {
   // Defaults every table inherits unless it sets its own.
   OutboxColumns columns;
@@ -101,6 +116,7 @@ struct OutboxConfig {
   std::vector<OutboxTable> tables = {OutboxTable{}};
   OnInvalid on_invalid = OnInvalid::kHalt;
   std::string dead_letter_topic = "outbox.dead_letter";
+  OutboxMessagesConfig messages;
 };
 
 struct KafkaConfig {

@@ -121,6 +121,17 @@ std::vector<ConfigKey> BuildKeys() {
              G(postgres.reconnect_backoff_max_ms),
              "cap of the doubling reconnect delay")
           .Min(1));
+  add(Global("postgres.heartbeat_interval_s", G(postgres.heartbeat_interval_s),
+             "emit a logical message of the relay's own (prefix "
+             "outbox-relay-heartbeat) this often over a normal connection and "
+             "time its way back through the slot; it also moves the slot on an "
+             "idle database. 0: no heartbeat")
+          .Min(0));
+  add(Global("postgres.heartbeat_timeout_s", G(postgres.heartbeat_timeout_s),
+             "with heartbeats: /readyz fails when one has not come back for "
+             "this long and nothing else arrived from the stream either (the "
+             "walsender stopped delivering)")
+          .Min(1));
   // outbox defaults
   add(Global("outbox.columns.id", G(outbox.columns.id),
              "event id column, sent in header \"id\" (inherited by tables)"));
@@ -146,6 +157,17 @@ std::vector<ConfigKey> BuildKeys() {
       "what to do with a row that cannot become a record: halt | dead_letter"));
   add(Global("outbox.dead_letter_topic", G(outbox.dead_letter_topic),
              "topic for invalid rows when on_invalid is dead_letter"));
+  add(Global("outbox.messages.enabled", G(outbox.messages.enabled),
+             "the tableless outbox: transactional logical decoding messages "
+             "(pg_logical_emit_message) under outbox.messages.prefix are "
+             "events, content as sql/outbox_emit.sql writes it; "
+             "non-transactional ones are ignored and counted"));
+  add(Global("outbox.messages.prefix", G(outbox.messages.prefix),
+             "the logical message prefix whose messages are events (no ',', "
+             "'\\' or whitespace)"));
+  add(Global("outbox.messages.topic", G(outbox.messages.topic),
+             "topic template for message events: {field} is that content "
+             "field (id, aggregatetype, aggregateid, type)"));
   add(List(
       kTablesPath, "[public.outbox]",
       "outbox tables; each entry is a table name or a map of the keys below"));

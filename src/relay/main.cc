@@ -32,7 +32,12 @@ outbox::HealthState Health(const outbox::RelayMetrics& metrics,
   int64_t idle_us = RealClock()->NowMicros() - metrics.last_turn_us();
   h.alive =
       idle_us < kAliveSlackUs + config.postgres.connect_timeout_s * 1'000'000;
-  const std::string slot_problem = metrics.slot_problem();
+  std::string slot_problem = metrics.slot_problem();
+  if (slot_problem.empty() && config.postgres.heartbeat_interval_s > 0) {
+    slot_problem = metrics.heartbeat_problem(
+        RealClock()->NowMicros(),
+        config.postgres.heartbeat_timeout_s * 1'000'000);
+  }
   h.ready = h.alive && metrics.streaming() && slot_problem.empty();
   if (!h.alive) {
     h.detail = absl::StrCat("relay loop has not turned for ",

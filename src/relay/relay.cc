@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "outbox/status_macros.h"
+#include "relay/heartbeat.h"
 #include "relay/relay_metrics.h"
+#include "route/message_router.h"
 
 namespace outbox {
 namespace {
@@ -149,6 +151,7 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
     return absl::OkStatus();
   }
   stats_.received = std::max(stats_.received, msg.data_start);
+  ++xlog_messages_;
   if (absl::Status s = decoder_->Decode(msg.payload, &change_); !s.ok()) {
     return absl::DataLossError(
         absl::StrCat("cannot decode the replication record at LSN ",
@@ -186,28 +189,84 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
             "replication stream has an insert outside a transaction at LSN ",
             FormatLsn(msg.data_start)));
       }
-      return HandleInsert(msg);
+      return HandleEvent(msg, /*from_message=*/false);
+    case Change::Kind::kMessage:
+      return HandleLogicalMessage(msg);
     default:
       // Updates, deletes and truncates are filtered out by the plugin
-      // options ("actions" 'insert'); logical messages are not outbox
-      // events. Neither carries anything to deliver.
+      // options ("actions" 'insert'): nothing to deliver.
       return absl::OkStatus();
   }
 }
 
-absl::Status Relay::HandleInsert(const StreamMessage& msg) {
+absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
+  if (options_.heartbeat_nonce != 0 && change_.prefix == kHeartbeatPrefix) {
+    // Any session may emit this prefix: only our own content counts, and
+    // no heartbeat is ever an event.
+    HeartbeatContent beat;
+    if (ParseHeartbeatContent(change_.content, &beat) &&
+        beat.nonce == options_.heartbeat_nonce) {
+      ++stats_.heartbeats_seen;
+      if (metrics_ != nullptr) {
+        metrics_->OnHeartbeatReturned(
+            std::max<int64_t>(0, clock_->UnixMicros() - beat.sent_unix_us) /
+                1e6,
+            clock_->NowMicros());
+      }
+    }
+    return absl::OkStatus();
+  }
+  MessageRouter* router = options_.message_router;
+  // pgoutput sends every message when any is wanted: other prefixes are
+  // someone else's.
+  if (router == nullptr || change_.prefix != router->prefix()) {
+    return absl::OkStatus();
+  }
+  if (!change_.transactional) {
+    // Decoded as soon as written, whether its transaction commits or not,
+    // and outside the commit order: never an event.
+    ++stats_.messages_ignored;
+    if (metrics_ != nullptr) metrics_->OnMessageIgnored();
+    if (!nontransactional_logged_) {
+      nontransactional_logged_ = true;
+      Log(Severity::kWarn,
+          "ignoring non-transactional logical messages under the outbox "
+          "prefix (pg_logical_emit_message(false, ...)): only transactional "
+          "ones are events; counted in "
+          "outbox_relay_nontransactional_messages_total",
+          {{"prefix", router->prefix()}, {"lsn", LsnField(change_.lsn)}});
+    }
+    return absl::OkStatus();
+  }
+  if (!in_transaction_) {
+    return absl::DataLossError(
+        absl::StrCat("replication stream has a transactional message outside a "
+                     "transaction at LSN ",
+                     FormatLsn(msg.data_start)));
+  }
+  return HandleEvent(msg, /*from_message=*/true);
+}
+
+absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
   ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
   if (!txn_has_events_) {
     txn_has_events_ = true;
     txn_times_.push_back({ticket, txn_commit_time_us_, kInvalidLsn});
   }
-  if (absl::Status s = router_->Route(change_, &record_); !s.ok()) {
-    return Poison(s, ticket, record_.event_id, change_.lsn, msg.payload);
+  // A poison message is dead-lettered as its content (what the application
+  // wrote), a row as the plugin's record of it.
+  const absl::string_view raw = from_message ? change_.content : msg.payload;
+  const absl::string_view what = from_message ? "outbox message" : "outbox row";
+  absl::Status s = from_message
+                       ? options_.message_router->Route(change_, &record_)
+                       : router_->Route(change_, &record_);
+  if (!s.ok()) {
+    return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
   }
-  absl::Status s = ProduceTracked(record_, ticket);
+  s = ProduceTracked(record_, ticket);
   if (absl::IsInvalidArgument(s)) {
     // The sink refused this record itself (too large, bad topic...).
-    return Poison(s, ticket, record_.event_id, change_.lsn, msg.payload);
+    return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
   }
   return s;
 }
@@ -247,18 +306,18 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
 
 absl::Status Relay::Poison(const absl::Status& why, uint64_t ticket,
                            absl::string_view event_id, Lsn lsn,
-                           absl::string_view raw) {
+                           absl::string_view raw, absl::string_view what_kind) {
   std::string what = absl::StrCat(
       event_id.empty() ? "" : absl::StrCat("event ", event_id, " "), "at LSN ",
       FormatLsn(lsn), ": ", why.message());
   if (!options_.dead_letter) {
     tracker_.Failed(ticket).IgnoreError();
     return absl::InvalidArgumentError(absl::StrCat(
-        "invalid outbox row ", what,
+        "invalid ", what_kind, " ", what,
         "; halting (outbox.on_invalid = halt), nothing at or past it is "
         "confirmed"));
   }
-  Log(Severity::kWarn, "dead-lettering invalid outbox row",
+  Log(Severity::kWarn, absl::StrCat("dead-lettering invalid ", what_kind),
       {{"event_id", std::string(event_id)},
        {"lsn", LsnField(lsn)},
        {"error", std::string(why.message())},
@@ -269,7 +328,7 @@ absl::Status Relay::Poison(const absl::Status& why, uint64_t ticket,
   absl::Status s = ProduceTracked(dead, ticket);
   if (!s.ok()) {
     tracker_.Failed(ticket).IgnoreError();
-    return DeadLetterError(s, absl::StrCat("invalid outbox row ", what));
+    return DeadLetterError(s, absl::StrCat("invalid ", what_kind, " ", what));
   }
   return absl::OkStatus();
 }
@@ -387,7 +446,13 @@ void Relay::MaybeLogProgress() {
 }
 
 void Relay::UpdateMetrics() {
-  metrics_->Heartbeat(clock_->NowMicros());
+  const int64_t now = clock_->NowMicros();
+  metrics_->Heartbeat(now);
+  if (xlog_messages_ != xlog_messages_seen_) {
+    xlog_messages_seen_ = xlog_messages_;
+    metrics_->OnStreamData(now);
+  }
+  metrics_->RefreshHeartbeatAge(now);
   metrics_->Flush();
   // Positions as PostgreSQL knows them: the last flush LSN sent.
   metrics_->SetPosition(std::max(stats_.received, last_sent_flush_),

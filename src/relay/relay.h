@@ -56,6 +56,8 @@
 
 namespace outbox {
 
+class MessageRouter;
+
 struct RelayOptions {
   int status_interval_ms = 1000;
   // When a pass over the stream read many messages (the relay keeps up with
@@ -83,6 +85,15 @@ struct RelayOptions {
   // passes stay busy and linger.ms batches.
   bool send_when_idle = true;
   int progress_interval_s = 10;
+  // The tableless outbox (not owned; must outlive Run()): transactional
+  // logical messages under its prefix are events, routed by it, tracked,
+  // poisoned and dead-lettered like rows; non-transactional ones are
+  // ignored and counted. nullptr: logical messages are never events.
+  MessageRouter* message_router = nullptr;
+  // The relay's own heartbeat messages (relay/heartbeat.h) carrying this
+  // nonce are timed on their way back; 0: none expected. Heartbeats are
+  // never events, whatever their content.
+  uint64_t heartbeat_nonce = 0;
 };
 
 // Counters a session accumulates; read after Run() or from the same thread.
@@ -91,6 +102,8 @@ struct RelayStats {
   int64_t events_delivered = 0;
   int64_t bytes_delivered = 0;
   int64_t dead_lettered = 0;
+  int64_t messages_ignored = 0;  // non-transactional outbox messages
+  int64_t heartbeats_seen = 0;   // this relay's, back through the slot
   int64_t delivery_errors = 0;
   int64_t transactions = 0;
   int64_t status_updates = 0;
@@ -134,12 +147,17 @@ class Relay {
 
  private:
   absl::Status HandleMessage(const StreamMessage& msg);
-  absl::Status HandleInsert(const StreamMessage& msg);
+  // An outbox event: a row insert, or (from_message) a logical message
+  // under the outbox prefix.
+  absl::Status HandleEvent(const StreamMessage& msg, bool from_message);
+  absl::Status HandleLogicalMessage(const StreamMessage& msg);
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
   absl::Status DeadLetterFailedDeliveries();
+  // `what` names the kind of event: "outbox row" or "outbox message".
   absl::Status Poison(const absl::Status& why, uint64_t ticket,
                       absl::string_view event_id, Lsn lsn,
-                      absl::string_view raw);
+                      absl::string_view raw,
+                      absl::string_view what = "outbox row");
   void OnDelivery(const DeliveryReport& report);
   absl::Status MaybeSendStatus(bool force);
   void MaybeLogProgress();
@@ -198,6 +216,11 @@ class Relay {
   int64_t report_unix_us_ = 0;
   bool txn_has_events_ = false;
   int64_t unsent_ = 0;  // records produced since the last idle flush
+  bool nontransactional_logged_ = false;  // said once per session
+  // XLogData messages read, and the count the metrics last saw, so the
+  // metrics learn once per loop turn that the stream delivered.
+  int64_t xlog_messages_ = 0;
+  int64_t xlog_messages_seen_ = 0;
 };
 
 }  // namespace outbox

@@ -93,6 +93,25 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry)
                "Unsafe failover settings the last readiness check found (each "
                "logged as a warning).");
   SetFailoverProblems(std::nullopt);
+  messages_ignored_ = NewCounter(
+      r, "outbox_relay_nontransactional_messages_total",
+      "Non-transactional logical messages under outbox.messages.prefix, "
+      "ignored (only transactional ones are events).");
+  heartbeats_emitted_ =
+      NewCounter(r, "outbox_relay_heartbeats_emitted_total",
+                 "Heartbeat logical messages the relay wrote.");
+  heartbeat_errors_ =
+      NewCounter(r, "outbox_relay_heartbeat_errors_total",
+                 "Failed attempts to write a heartbeat logical message.");
+  heartbeat_round_trip_ = NewGauge(
+      r, "outbox_relay_heartbeat_round_trip_seconds",
+      "From writing the last heartbeat message to reading it back through "
+      "the slot.");
+  heartbeat_age_ = NewGauge(
+      r, "outbox_relay_heartbeat_age_seconds",
+      "Since the last heartbeat came back through the slot; NaN before the "
+      "first.");
+  heartbeat_age_->Set(std::numeric_limits<double>::quiet_NaN());
   events_family_ = &prometheus::BuildCounter()
                         .Name("outbox_relay_events_delivered_total")
                         .Help("Events Kafka acknowledged, per topic.")
@@ -214,6 +233,44 @@ void RelayMetrics::SetSlot(const SlotStatus& slot) {
 std::string RelayMetrics::slot_problem() const {
   std::lock_guard<std::mutex> lock(slot_problem_mu_);
   return slot_problem_;
+}
+
+void RelayMetrics::OnMessageIgnored() { messages_ignored_->Increment(); }
+
+void RelayMetrics::OnHeartbeatEmitted(int64_t now_us) {
+  heartbeats_emitted_->Increment();
+  int64_t none = 0;
+  heartbeat_pending_since_us_.compare_exchange_strong(none, now_us);
+}
+
+void RelayMetrics::OnHeartbeatError() { heartbeat_errors_->Increment(); }
+
+void RelayMetrics::OnHeartbeatReturned(double round_trip_s, int64_t now_us) {
+  // A heartbeat emitted just before this store is forgotten as pending: a
+  // stall is then seen one interval later, from the next one.
+  heartbeat_pending_since_us_.store(0);
+  last_heartbeat_returned_us_.store(now_us, std::memory_order_relaxed);
+  heartbeat_round_trip_->Set(round_trip_s);
+  heartbeat_age_->Set(0);
+}
+
+void RelayMetrics::RefreshHeartbeatAge(int64_t now_us) {
+  int64_t last = last_heartbeat_returned_us_.load(std::memory_order_relaxed);
+  if (last != 0) heartbeat_age_->Set(std::max<int64_t>(0, now_us - last) / 1e6);
+}
+
+std::string RelayMetrics::heartbeat_problem(int64_t now_us,
+                                            int64_t timeout_us) const {
+  const int64_t pending = heartbeat_pending_since_us_.load();
+  if (pending == 0 || now_us - pending <= timeout_us) return "";
+  const int64_t data = last_stream_data_us_.load(std::memory_order_relaxed);
+  if (data != 0 && now_us - data <= timeout_us) return "";
+  return absl::StrCat(
+      "no heartbeat came back through the slot for ",
+      (now_us - pending) / 1'000'000,
+      " s and the stream delivered nothing else: the walsender is not "
+      "delivering (postgres.heartbeat_timeout_s ",
+      timeout_us / 1'000'000, ")");
 }
 
 void RelayMetrics::OnSlotMonitorError() { slot_monitor_errors_->Increment(); }

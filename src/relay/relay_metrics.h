@@ -38,6 +38,16 @@
 //                                                older, failover_slot off)
 //   outbox_relay_failover_problems               unsafe settings found
 //                                                (pg/failover_readiness.h)
+//   outbox_relay_nontransactional_messages_total non-transactional logical
+//                                                messages under the outbox
+//                                                prefix, ignored
+//   outbox_relay_heartbeats_emitted_total / _heartbeat_errors_total
+//                                                heartbeat messages written,
+//                                                and failures to write one
+//   outbox_relay_heartbeat_round_trip_seconds    emit -> back through the
+//                                                slot, the last heartbeat
+//   outbox_relay_heartbeat_age_seconds           since the last heartbeat
+//                                                came back (NaN: none yet)
 //
 // Cost: per delivery the relay thread only adds to plain counters (a hash
 // lookup in its per-topic map, a bucket search for the latency); Flush(),
@@ -103,6 +113,27 @@ class RelayMetrics {
   // Never affects /readyz: the relay works either way.
   void SetFailoverProblems(std::optional<size_t> problems);
 
+  // The tableless outbox: a non-transactional message ignored. Relay
+  // thread.
+  void OnMessageIgnored();
+  // Heartbeats (relay/heartbeat.h); times are monotonic microseconds.
+  // Emitter thread:
+  void OnHeartbeatEmitted(int64_t now_us);
+  void OnHeartbeatError();
+  // Relay thread: one of ours came back after `round_trip_s`; and, once
+  // per loop turn that read any, the stream delivered XLogData.
+  void OnHeartbeatReturned(double round_trip_s, int64_t now_us);
+  void OnStreamData(int64_t now_us) {
+    last_stream_data_us_.store(now_us, std::memory_order_relaxed);
+  }
+  // Relay thread, per loop turn: the age gauge.
+  void RefreshHeartbeatAge(int64_t now_us);
+  // Any thread: why the walsender looks stuck, "" when it does not: a
+  // heartbeat emitted more than `timeout_us` ago has not come back, and
+  // the stream delivered nothing for as long (a backlog being drained
+  // delays heartbeats, but delivers). /readyz fails with it.
+  std::string heartbeat_problem(int64_t now_us, int64_t timeout_us) const;
+
   // Health: the loop's last turn (monotonic microseconds) and whether a
   // session holds the slot with a healthy producer.
   void Heartbeat(int64_t now_us) {
@@ -146,6 +177,16 @@ class RelayMetrics {
   prometheus::Gauge* slot_active_;
   prometheus::Gauge* failover_ready_;
   prometheus::Gauge* failover_problems_;
+  prometheus::Counter* messages_ignored_;
+  prometheus::Counter* heartbeats_emitted_;
+  prometheus::Counter* heartbeat_errors_;
+  prometheus::Gauge* heartbeat_round_trip_;
+  prometheus::Gauge* heartbeat_age_;
+  // Emit time of the oldest heartbeat not seen back (0: none pending);
+  // set by the emitter when 0, cleared by the relay when one returns.
+  std::atomic<int64_t> heartbeat_pending_since_us_{0};
+  std::atomic<int64_t> last_heartbeat_returned_us_{0};
+  std::atomic<int64_t> last_stream_data_us_{0};
   prometheus::Histogram* latency_;
   prometheus::Family<prometheus::Counter>* events_family_;
   prometheus::Family<prometheus::Counter>* bytes_family_;

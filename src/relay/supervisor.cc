@@ -18,8 +18,10 @@
 #include "pg/slot_monitor.h"
 #include "plugin/output_plugin.h"
 #include "relay/file_slot_history.h"
+#include "relay/heartbeat.h"
 #include "relay/relay.h"
 #include "relay/server_change.h"
+#include "route/message_router.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -50,6 +52,12 @@ absl::StatusOr<std::unique_ptr<OutputPlugin>> MakePlugin(const Config& config,
   }
   o.publication = config.postgres.publication;
   o.create_publication = config.postgres.create_publication;
+  if (config.outbox.messages.enabled) {
+    o.message_prefixes.push_back(config.outbox.messages.prefix);
+  }
+  if (config.postgres.heartbeat_interval_s > 0) {
+    o.message_prefixes.push_back(kHeartbeatPrefix);
+  }
   return OutputPlugin::Create(config.postgres.plugin, o);
 }
 
@@ -90,6 +98,10 @@ std::string Mapping(const Config& config) {
   for (const OutboxTable& t : config.outbox.tables) {
     parts.push_back(absl::StrCat(t.QualifiedName(), " -> ", t.topic,
                                  " key=", t.key, " value=", t.columns.payload));
+  }
+  if (config.outbox.messages.enabled) {
+    parts.push_back(absl::StrCat("messages '", config.outbox.messages.prefix,
+                                 "' -> ", config.outbox.messages.topic));
   }
   return absl::StrJoin(parts, "; ");
 }
@@ -287,6 +299,22 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     Log(Severity::kError, std::string(plugin.status().message()));
     return kExitUsage;
   }
+  std::unique_ptr<MessageRouter> message_router;
+  if (config.outbox.messages.enabled) {
+    if (config.outbox.messages.prefix == kHeartbeatPrefix) {
+      Log(Severity::kError,
+          absl::StrCat("outbox.messages.prefix \"", kHeartbeatPrefix,
+                       "\" is the relay's heartbeat prefix"));
+      return kExitUsage;
+    }
+    absl::StatusOr<std::unique_ptr<MessageRouter>> m =
+        MessageRouter::Create(config.outbox);
+    if (!m.ok()) {
+      Log(Severity::kError, std::string(m.status().message()));
+      return kExitUsage;
+    }
+    message_router = std::move(*m);
+  }
   KafkaOptions kafka = RelayKafkaOptions(config);
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
@@ -312,6 +340,18 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
         std::make_unique<SlotMonitorThread>(config, metrics, history.get());
+  }
+  // The heartbeat's nonce tells this process's messages from any other's.
+  const uint64_t heartbeat_nonce =
+      config.postgres.heartbeat_interval_s > 0 ? NewHeartbeatNonce() : 0;
+  std::unique_ptr<HeartbeatEmitter> heartbeat;
+  if (heartbeat_nonce != 0) {
+    heartbeat = std::make_unique<HeartbeatEmitter>(
+        HeartbeatEmitter::Options{
+            config.postgres.conninfo,
+            static_cast<int>(config.postgres.connect_timeout_s),
+            config.postgres.heartbeat_interval_s, heartbeat_nonce},
+        metrics);
   }
   while (!stop.load()) {
     if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
@@ -370,9 +410,11 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
          {"kafka", config.kafka.brokers},
          {"mapping", Mapping(config)}});
     std::unique_ptr<Decoder> decoder = (*plugin)->NewDecoder();
-    Relay relay(PipelineOptions(config), stream->get(), decoder.get(),
-                router->get(), sink->get(), RealClock(),
-                server.slot_confirmed_flush, metrics);
+    RelayOptions pipeline = PipelineOptions(config);
+    pipeline.message_router = message_router.get();
+    pipeline.heartbeat_nonce = heartbeat_nonce;
+    Relay relay(pipeline, stream->get(), decoder.get(), router->get(),
+                sink->get(), RealClock(), server.slot_confirmed_flush, metrics);
     absl::Status s = relay.Run(stop);
     const RelayStats& st = relay.stats();
     std::vector<LogField> summary;
