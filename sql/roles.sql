@@ -4,7 +4,9 @@
 
 -- outbox-relay: streams the WAL through a logical replication slot.
 -- REPLICATION lets it create and read slots; SELECT lets it check the outbox
--- table's columns at start. It writes nothing.
+-- table's columns at start. It writes nothing, except, with
+-- postgres.heartbeat_interval_s, a logical message of its own (EXECUTE on
+-- pg_logical_emit_message, which PUBLIC has unless revoked).
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'outbox_relay') THEN

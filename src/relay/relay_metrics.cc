@@ -106,11 +106,12 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry)
   heartbeat_round_trip_ = NewGauge(
       r, "outbox_relay_heartbeat_round_trip_seconds",
       "From writing the last heartbeat message to reading it back through "
-      "the slot.");
+      "the slot; NaN before the first.");
   heartbeat_age_ = NewGauge(
       r, "outbox_relay_heartbeat_age_seconds",
       "Since the last heartbeat came back through the slot; NaN before the "
       "first.");
+  heartbeat_round_trip_->Set(std::numeric_limits<double>::quiet_NaN());
   heartbeat_age_->Set(std::numeric_limits<double>::quiet_NaN());
   events_family_ = &prometheus::BuildCounter()
                         .Name("outbox_relay_events_delivered_total")

@@ -46,6 +46,7 @@
 //                                                and failures to write one
 //   outbox_relay_heartbeat_round_trip_seconds    emit -> back through the
 //                                                slot, the last heartbeat
+//                                                (NaN: none yet)
 //   outbox_relay_heartbeat_age_seconds           since the last heartbeat
 //                                                came back (NaN: none yet)
 //
