@@ -21,8 +21,8 @@ class MessageOutboxE2ETest : public RelayE2ETest,
   void SetUp() override {
     RelayE2ETest::SetUp();
     if (HasFatalFailure()) return;
-    db_->Exec(ReadFile(std::string(getenv("OUTBOX_ROOT")) +
-                       "/sql/outbox_emit.sql"));
+    db_->Exec(
+        ReadFile(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox_emit.sql"));
     prefix_ = UniqueName("msgs");
     extra_relay_args_ = {"--set", "postgres.plugin=" + GetParam(),
                          "--set", "postgres.publication=" + slot_ + "_pub",
@@ -73,10 +73,10 @@ TEST_P(MessageOutboxE2ETest, MessagesAndRowsArriveInCommitOrder) {
   db_->Exec("BEGIN;" + InsertRow(Id(5), "k", payload) +
             Emit(Id(6), "k", payload) + "ROLLBACK;");
   // Non-transactional, under the prefix, a valid event: ignored, counted.
-  db_->Exec(absl::StrCat(
-      "SELECT pg_logical_emit_message(false, '", prefix_,
-      "', '{\"id\": \"", Id(7), "\", \"aggregatetype\": \"", aggtype_,
-      "\", \"aggregateid\": \"k\", \"payload\": {}}')"));
+  db_->Exec(absl::StrCat("SELECT pg_logical_emit_message(false, '", prefix_,
+                         "', '{\"id\": \"", Id(7), "\", \"aggregatetype\": \"",
+                         aggtype_,
+                         "\", \"aggregateid\": \"k\", \"payload\": {}}')"));
   // A transaction of messages only, then one more row.
   db_->Exec("BEGIN;" + Emit(Id(8), "k", payload) + Emit(Id(9), "k", payload) +
             "COMMIT;");
@@ -134,11 +134,11 @@ TEST_P(MessageOutboxE2ETest, APoisonMessageIsDeadLettered) {
   StartRelay({"--set", "outbox.on_invalid=dead_letter", "--set",
               "outbox.dead_letter_topic=" + dlq});
   ASSERT_TRUE(WaitActive()) << relay_->Output();
-  const std::string bad = absl::StrCat("{\"id\": \"", Id(1),
-                                       "\", \"aggregatetype\": \"", aggtype_,
-                                       "\", \"payload\": {\"no\": \"key\"}}");
-  db_->Exec("BEGIN; SELECT pg_logical_emit_message(true, '" + prefix_ +
-            "', '" + bad + "'); " + Emit(Id(2), "k", "{}") + "COMMIT;");
+  const std::string bad =
+      absl::StrCat("{\"id\": \"", Id(1), "\", \"aggregatetype\": \"", aggtype_,
+                   "\", \"payload\": {\"no\": \"key\"}}");
+  db_->Exec("BEGIN; SELECT pg_logical_emit_message(true, '" + prefix_ + "', '" +
+            bad + "'); " + Emit(Id(2), "k", "{}") + "COMMIT;");
   auto dead = ConsumeAll(env_->kafka_brokers(), {dlq}, 1, 60000);
   ASSERT_EQ(dead.size(), 1u) << relay_->Output();
   EXPECT_EQ(dead[0].value, bad);
@@ -190,8 +190,7 @@ TEST_P(MessageOutboxE2ETest, HeartbeatComesBackAndAStoppedWalsenderIsNotReady) {
         return code == 503;
       },
       30000);
-  const double age =
-      RelayMetric(*relay_, "outbox_relay_heartbeat_age_seconds");
+  const double age = RelayMetric(*relay_, "outbox_relay_heartbeat_age_seconds");
   kill(std::stoi(walsender), SIGCONT);
   ASSERT_TRUE(not_ready) << code << " " << body << "\n" << relay_->Output();
   EXPECT_THAT(body, HasSubstr("no heartbeat came back through the slot"));
