@@ -73,6 +73,10 @@ struct RelayOptions {
   // counts only the unacknowledged ones).
   int64_t max_tracked_events = 100000;
   bool dead_letter = false;  // on_invalid: false = halt
+  // An UPDATE of an outbox row (decoded only when this is not kIgnore):
+  // logged as a warning or an error, or the session halts
+  // (InvalidArgument) without confirming it.
+  OnUpdate on_update = OnUpdate::kIgnore;
   std::string dead_letter_topic = "outbox.dead_letter";
   int flush_timeout_ms = 30000;
   // When a pass over the stream found it quiet (fewer messages than make
@@ -91,6 +95,7 @@ struct RelayStats {
   int64_t events_delivered = 0;
   int64_t bytes_delivered = 0;
   int64_t dead_lettered = 0;
+  int64_t updates_ignored = 0;  // UPDATEs of outbox rows (outbox.on_update)
   int64_t delivery_errors = 0;
   int64_t transactions = 0;
   int64_t status_updates = 0;
@@ -135,6 +140,7 @@ class Relay {
  private:
   absl::Status HandleMessage(const StreamMessage& msg);
   absl::Status HandleInsert(const StreamMessage& msg);
+  absl::Status HandleUpdate(const StreamMessage& msg);
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
   absl::Status DeadLetterFailedDeliveries();
   absl::Status Poison(const absl::Status& why, uint64_t ticket,
