@@ -281,6 +281,10 @@ bool RdKafkaSink::IsPermanentRecordError(int e) {
     // Only a record with an explicit partition (outbox.fields' partition
     // column) can name one the topic lacks.
     case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+    // A record timestamp outside the broker's
+    // log.message.timestamp.before/after.max.ms (a commit time or timestamp
+    // column too old): retrying sends the same timestamp.
+    case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
       return true;
     default:
       return false;
