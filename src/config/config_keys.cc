@@ -179,10 +179,9 @@ std::vector<ConfigKey> BuildKeys() {
              "partition); a list or comma-separated")
           .List());
   add(Global("outbox.expand_json_payload", G(outbox.expand_json_payload),
-             "publish a JSON payload compacted (no whitespace outside "
-             "strings), as Debezium's JsonConverter writes an expanded "
-             "payload; a payload that is not a JSON object or array is "
-             "published as is"));
+             "publish a JSON object or array payload compacted (no "
+             "whitespace outside strings); Debezium's expanded payload "
+             "differs (README: Debezium compatibility mode)"));
   add(Global("outbox.tombstone_on_empty_payload",
              G(outbox.tombstone_on_empty_payload),
              "a NULL, empty or blank payload becomes a tombstone (null value) "

@@ -20,8 +20,9 @@ namespace outbox {
 // every byte at most 0x20. (Debezium's route.tombstone.on.empty.payload.)
 bool IsBlankPayload(absl::string_view payload);
 
-// Writes `json` without the whitespace outside its strings, as Debezium's
-// JsonConverter writes an expanded payload (table.expand.json.payload). Only
+// Writes `json` without the whitespace outside its strings
+// (outbox.expand_json_payload; Debezium's table.expand.json.payload goes
+// through a Connect Struct and also rewrites numbers and drops nulls). Only
 // text that starts with '{' or '[' and whose strings and brackets close is
 // compacted; false (and *out untouched) otherwise: publish it as is.
 bool CompactJson(absl::string_view json, std::string* out);
