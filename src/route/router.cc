@@ -31,6 +31,12 @@ void AppendEscaped(std::string* out, absl::string_view name) {
   }
 }
 
+// An optional column (placement, timestamp, schema version) the row lacks.
+absl::Status MissingColumn(absl::string_view what, absl::string_view column) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " column ", column, " is missing"));
+}
+
 absl::Status EventError(absl::string_view id, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("event ", id, ": ", what));
 }
@@ -280,10 +286,8 @@ absl::Status Router::FillValue(const Mapping& m, const Column* const* slots,
   expanded.value = out->value;
   fields.emplace_back("payload", &expanded);
   for (const auto& [name, slot] : m.envelope) {
-    if (slots[slot] == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("envelope column ", m.columns[slot], " is missing"));
-    }
+    if (slots[slot] == nullptr)
+      return MissingColumn("envelope", m.columns[slot]);
     fields.emplace_back(name, slots[slot]);
   }
   std::string envelope;
@@ -303,10 +307,7 @@ absl::Status Router::FillPlacement(const Mapping& m, const Column* const* slots,
   out->partition = -1;
   if (m.partition >= 0) {
     const Column* c = slots[m.partition];
-    if (c == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "partition column ", m.columns[m.partition], " is missing"));
-    }
+    if (c == nullptr) return MissingColumn("partition", m.columns[m.partition]);
     if (c->kind != ValueKind::kNull) {
       ASSIGN_OR_RETURN(out->partition, ColumnInt32(*c, 0));
     }
@@ -316,9 +317,7 @@ absl::Status Router::FillPlacement(const Mapping& m, const Column* const* slots,
     // record carries no schema, so only the check remains.
     const Column* c = slots[m.schema_version];
     if (c == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("schema version column ", m.columns[m.schema_version],
-                       " is missing"));
+      return MissingColumn("schema version", m.columns[m.schema_version]);
     }
     if (c->kind != ValueKind::kNull) {
       RETURN_IF_ERROR(
@@ -328,10 +327,7 @@ absl::Status Router::FillPlacement(const Mapping& m, const Column* const* slots,
   out->timestamp_ms = options_->commit_time ? commit_time_us / 1000 : 0;
   if (m.timestamp >= 0) {
     const Column* c = slots[m.timestamp];
-    if (c == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "timestamp column ", m.columns[m.timestamp], " is missing"));
-    }
+    if (c == nullptr) return MissingColumn("timestamp", m.columns[m.timestamp]);
     if (c->kind != ValueKind::kNull) {
       ASSIGN_OR_RETURN(out->timestamp_ms, ColumnTimestampMs(*c));
     }
