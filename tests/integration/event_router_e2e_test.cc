@@ -35,39 +35,57 @@ class EventRouterE2ETest : public RelayE2ETest {
               id + "', '" + aggtype_ + "', 'k', 'Placed', '{}', " +
               std::to_string(shard) + ")");
   }
+
+  // Rows committed while the relay is down reach Kafka stamped with their
+  // commit time, in the partition their shard column names, with their
+  // type in header eventType. `plugin_args` pick the output plugin.
+  void ExpectCommitTimesAndPlacements(std::vector<std::string> plugin_args) {
+    db_->Exec("ALTER TABLE public." + table_ + " ADD COLUMN shard int");
+    extra_relay_args_ = {"--set",
+                         "outbox.fields=type:header:eventType,shard:partition"};
+    extra_relay_args_.insert(extra_relay_args_.end(), plugin_args.begin(),
+                             plugin_args.end());
+    StartRelay();  // creates the slot
+    ASSERT_TRUE(WaitActive()) << relay_->Output();
+    relay_->Signal(SIGTERM);
+    ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+
+    // Committed while the relay is down, then a pause: produce times would
+    // come after `committed`, commit times lie before it.
+    int64_t before = ServerNowMs();
+    db_->Exec("BEGIN");
+    for (int shard = 0; shard < 3; ++shard) {
+      InsertShard("00000000-0000-4000-8000-00000000000" + std::to_string(shard),
+                  shard);
+    }
+    db_->Exec("COMMIT");
+    int64_t committed = ServerNowMs();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    StartRelay();
+    auto got = ConsumeAll(env_->kafka_brokers(), {topic_}, 3, 30000);
+    ASSERT_EQ(got.size(), 3u) << relay_->Output();
+    for (const KafkaMessage& m : got) {
+      int shard = m.Header("id").back() - '0';
+      EXPECT_EQ(m.partition, shard);
+      EXPECT_EQ(m.Header("eventType"), "Placed");
+      EXPECT_GE(m.timestamp_ms, before);
+      EXPECT_LE(m.timestamp_ms, committed)
+          << "a produce time, not the commit's";
+      EXPECT_EQ(m.timestamp_ms, got[0].timestamp_ms) << "one transaction";
+    }
+  }
 };
 
-TEST_F(EventRouterE2ETest, CommitTimeStampsAndFieldsPlaceHeaderAndPartition) {
-  db_->Exec("ALTER TABLE public." + table_ + " ADD COLUMN shard int");
-  extra_relay_args_ = {"--set",
-                       "outbox.fields=type:header:eventType,shard:partition"};
-  StartRelay();  // creates the slot
-  ASSERT_TRUE(WaitActive()) << relay_->Output();
-  relay_->Signal(SIGTERM);
-  ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+TEST_F(EventRouterE2ETest, CommitTimeAndPlacementsWithWal2Json) {
+  ExpectCommitTimesAndPlacements({});
+}
 
-  // Committed while the relay is down, then a pause: produce times would
-  // come after `committed`, commit times lie before it.
-  int64_t before = ServerNowMs();
-  db_->Exec("BEGIN");
-  for (int shard = 0; shard < 3; ++shard) {
-    InsertShard("00000000-0000-4000-8000-00000000000" + std::to_string(shard),
-                shard);
-  }
-  db_->Exec("COMMIT");
-  int64_t committed = ServerNowMs();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  StartRelay();
-  auto got = ConsumeAll(env_->kafka_brokers(), {topic_}, 3, 30000);
-  ASSERT_EQ(got.size(), 3u) << relay_->Output();
-  for (const KafkaMessage& m : got) {
-    int shard = m.Header("id").back() - '0';
-    EXPECT_EQ(m.partition, shard);
-    EXPECT_EQ(m.Header("eventType"), "Placed");
-    EXPECT_GE(m.timestamp_ms, before);
-    EXPECT_LE(m.timestamp_ms, committed) << "a produce time, not the commit's";
-    EXPECT_EQ(m.timestamp_ms, got[0].timestamp_ms) << "one transaction";
-  }
+TEST_F(EventRouterE2ETest, CommitTimeAndPlacementsWithPgOutput) {
+  std::string pub = slot_ + "_pub";
+  ExpectCommitTimesAndPlacements({"--set", "postgres.plugin=pgoutput", "--set",
+                                  "postgres.publication=" + pub});
+  relay_.reset();
+  db_->Exec("DROP PUBLICATION " + pub);
 }
 
 TEST_F(EventRouterE2ETest, OnUpdateWarnLogsAnUpdateWithWal2Json) {
