@@ -25,6 +25,8 @@
 #   DEBEZIUM_HEAP         JVM heap options (default -Xms256m -Xmx2g, as
 #                         Kafka's connect-standalone.sh)
 #   DEBEZIUM_PRODUCER     extra worker lines, e.g. 'producer.linger.ms=20'
+#   DEBEZIUM_CONNECTOR    extra connector lines, e.g.
+#                         'transforms.outbox.table.field.event.timestamp=ts'
 #
 # Records: topic outbox.event.<aggregatetype>, key aggregateid (string),
 # value the payload column's JSON text (StringConverter), header id, exactly
@@ -92,6 +94,7 @@ transforms.outbox.route.by.field=aggregatetype
 transforms.outbox.route.topic.replacement=${DEBEZIUM_TOPIC:-outbox.event.\${routedByValue\}}
 transforms.outbox.table.field.event.key=aggregateid
 transforms.outbox.table.field.event.payload=payload
+${DEBEZIUM_CONNECTOR:-}
 PROPS
   cat >"$dir/log4j.properties" <<L4J
 log4j.rootLogger=INFO, file

@@ -1,7 +1,8 @@
 // Record: one Kafka message the Router built from an outbox row.
 //
 // Views point into the Change it came from (valid until the decoder's next
-// Decode()); topic is owned because templates build it. The sink copies
+// Decode()) or into the Router (fixed header values); topic and
+// value_storage are owned because the Router builds them. The sink copies
 // everything it keeps (RD_KAFKA_MSG_F_COPY).
 #ifndef OUTBOX_RECORD_H_
 #define OUTBOX_RECORD_H_
@@ -30,6 +31,13 @@ struct Record {
   // For logs and dead letters: which event this is.
   absl::string_view event_id;
   int64_t commit_time_us = 0;
+  // The partition to produce to; -1 lets the partitioner hash the key.
+  int32_t partition = -1;
+  // The Kafka record timestamp, Unix milliseconds; 0: the time of Produce().
+  int64_t timestamp_ms = 0;
+  // Backing for `value` when the Router built it (an envelope, a compacted
+  // payload) rather than viewing the Change.
+  std::string value_storage;
 
   size_t ByteSize() const {
     size_t n = topic.size() + key.size() + value.size();

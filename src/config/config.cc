@@ -181,6 +181,17 @@ class YamlReader {
     if (v.IsNull() && std::holds_alternative<std::string*>(field)) {
       return SetField(key, field, "");
     }
+    if (key.list && v.IsSequence()) {
+      std::vector<std::string> items;
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].IsScalar()) {
+          return KeyError(source_, path, "expected a list of strings",
+                          v[i].Mark().line);
+        }
+        items.push_back(v[i].Scalar());
+      }
+      return SetField(key, field, absl::StrJoin(items, ","));
+    }
     if (!v.IsScalar()) {
       return KeyError(source_, path,
                       absl::StrCat("expected a scalar, got ", NodeKind(v)),

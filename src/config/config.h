@@ -34,6 +34,14 @@ enum class LogFormat { kText, kJson };
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 // What the polling relay does with a delivered row.
 enum class PollerMode { kMark, kDelete };
+// Whose record format to follow (see OutboxConfig::compatibility).
+enum class Compatibility { kNative, kDebezium };
+// Where a record's Kafka timestamp comes from when no timestamp column gives
+// one: kAuto is kCommit, or kProduce under Compatibility::kDebezium.
+enum class TimestampSource { kAuto, kCommit, kProduce };
+// What the CDC relay does on an UPDATE of an outbox row (Debezium's
+// table.op.invalid.behavior): the row is never published again either way.
+enum class OnUpdate { kIgnore, kWarn, kError, kHalt };
 
 inline constexpr char kDefaultTopicTemplate[] = "outbox.event.{aggregatetype}";
 
@@ -106,6 +114,15 @@ struct OutboxMessagesConfig {
   std::string topic = kDefaultTopicTemplate;  // placeholders: content fields
 };
 
+// The values of the three headers Debezium adds to every record
+// (__debezium.context.*), for Compatibility::kDebezium. The defaults are
+// what bench/debezium.sh's connector gives (topic.prefix=dbz).
+struct DebeziumHeaders {
+  std::string connector_logical_name = "dbz";  // Debezium's topic.prefix
+  std::string task_id = "0";
+  std::string connector_name = "postgresql";  // the connector's plugin name
+};
+
 struct OutboxConfig {
   // Defaults every table inherits unless it sets its own.
   OutboxColumns columns;
@@ -117,6 +134,22 @@ struct OutboxConfig {
   OnInvalid on_invalid = OnInvalid::kHalt;
   std::string dead_letter_topic = "outbox.dead_letter";
   OutboxMessagesConfig messages;
+
+  // Debezium Outbox Event Router counterparts (route/event_router_options.h
+  // parses and applies them; README: "Migrating from Debezium").
+  Compatibility compatibility = Compatibility::kNative;
+  DebeziumHeaders debezium;
+  TimestampSource timestamp = TimestampSource::kAuto;
+  std::string timestamp_column;  // empty: none (table.field.event.timestamp)
+  // table.fields.additional.placement: "column:header|envelope|partition
+  // [:alias]", comma-separated, in order.
+  std::string fields;
+  bool expand_json_payload = false;
+  bool tombstone_on_empty_payload = false;
+  OnUpdate on_update = OnUpdate::kIgnore;
+  std::string topic_regex;  // empty: the topic template routes
+  std::string topic_replacement;
+  std::string schema_version_column;  // table.field.event.schema.version
 };
 
 struct KafkaConfig {
@@ -195,6 +228,9 @@ absl::string_view EnumName(OnInvalid v);
 absl::string_view EnumName(LogFormat v);
 absl::string_view EnumName(LogLevel v);
 absl::string_view EnumName(PollerMode v);
+absl::string_view EnumName(Compatibility v);
+absl::string_view EnumName(TimestampSource v);
+absl::string_view EnumName(OnUpdate v);
 
 }  // namespace outbox
 

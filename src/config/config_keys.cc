@@ -168,6 +168,63 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("outbox.messages.topic", G(outbox.messages.topic),
              "topic template for message events: {field} is that content "
              "field (id, aggregatetype, aggregateid, type)"));
+  add(Global("outbox.compatibility", G(outbox.compatibility),
+             "native | debezium: records byte-identical to Debezium's "
+             "PostgreSQL connector with the Outbox Event Router and string "
+             "converters (its three __debezium.context.* headers before "
+             "\"id\", the processing time as timestamp, envelope fields as "
+             "Struct{...} text)"));
+  add(Global("outbox.debezium.connector_logical_name",
+             G(outbox.debezium.connector_logical_name),
+             "compatibility debezium: header "
+             "__debezium.context.connectorLogicalName (Debezium's "
+             "topic.prefix)"));
+  add(Global("outbox.debezium.task_id", G(outbox.debezium.task_id),
+             "compatibility debezium: header __debezium.context.taskId"));
+  add(Global("outbox.debezium.connector_name",
+             G(outbox.debezium.connector_name),
+             "compatibility debezium: header __debezium.context.connectorName "
+             "(the connector plugin's name)"));
+  add(Global("outbox.timestamp", G(outbox.timestamp),
+             "record timestamp: commit (the transaction's commit time) | "
+             "produce (when the relay hands the record to Kafka) | auto "
+             "(commit; produce under compatibility debezium); "
+             "outbox.timestamp_column takes precedence"));
+  add(Global("outbox.timestamp_column", G(outbox.timestamp_column),
+             "column whose value is the record timestamp (timestamp, "
+             "timestamptz, or integer Unix milliseconds); a NULL falls back to "
+             "outbox.timestamp; empty: none"));
+  add(Global("outbox.fields", G(outbox.fields),
+             "extra columns placed in order, each column:header[:name], "
+             "column:envelope[:name] (the value becomes {\"payload\": ..., "
+             "name: ...}) or column:partition (an integer column picks the "
+             "partition); a list or comma-separated")
+          .List());
+  add(Global("outbox.expand_json_payload", G(outbox.expand_json_payload),
+             "publish a JSON object or array payload compacted (no "
+             "whitespace outside strings); Debezium's expanded payload "
+             "differs (README: Debezium compatibility mode)"));
+  add(Global("outbox.tombstone_on_empty_payload",
+             G(outbox.tombstone_on_empty_payload),
+             "a NULL, empty or blank payload becomes a tombstone (null value) "
+             "even when fields are placed in the envelope"));
+  add(Global("outbox.on_update", G(outbox.on_update),
+             "outbox-relay, an UPDATE of an outbox row: ignore | warn | error "
+             "(log it, publish nothing) | halt (exit 4); anything but ignore "
+             "decodes updates (pgoutput: the publication must publish them)"));
+  add(Global("outbox.topic_regex", G(outbox.topic_regex),
+             "route by regular expression instead of outbox.topic: a topic "
+             "is the aggregatetype value, and when it matches this whole "
+             "(ECMAScript syntax, (?<name>...) groups allowed) it becomes "
+             "outbox.topic_replacement; empty: outbox.topic routes"));
+  add(Global("outbox.topic_replacement", G(outbox.topic_replacement),
+             "with outbox.topic_regex: the topic, where $1 or ${name} stands "
+             "for a group of the match"));
+  add(Global("outbox.schema_version_column", G(outbox.schema_version_column),
+             "integer column Debezium puts in the value schema's version; "
+             "records carry no schema, so it is checked to be an integer and "
+             "changes no byte (as Debezium with a StringConverter); empty: "
+             "none"));
   add(List(
       kTablesPath, "[public.outbox]",
       "outbox tables; each entry is a table name or a map of the keys below"));
@@ -279,6 +336,11 @@ constexpr absl::string_view kLogFormatNames[] = {"text", "json"};
 constexpr absl::string_view kLogLevelNames[] = {"debug", "info", "warn",
                                                 "error"};
 constexpr absl::string_view kPollerModeNames[] = {"mark", "delete"};
+constexpr absl::string_view kCompatibilityNames[] = {"native", "debezium"};
+constexpr absl::string_view kTimestampSourceNames[] = {"auto", "commit",
+                                                       "produce"};
+constexpr absl::string_view kOnUpdateNames[] = {"ignore", "warn", "error",
+                                                "halt"};
 
 template <typename E>
 struct EnumTraits;
@@ -297,6 +359,19 @@ struct EnumTraits<LogLevel> {
 template <>
 struct EnumTraits<PollerMode> {
   static constexpr const auto& kNames = kPollerModeNames;
+};
+
+template <>
+struct EnumTraits<Compatibility> {
+  static constexpr const auto& kNames = kCompatibilityNames;
+};
+template <>
+struct EnumTraits<TimestampSource> {
+  static constexpr const auto& kNames = kTimestampSourceNames;
+};
+template <>
+struct EnumTraits<OnUpdate> {
+  static constexpr const auto& kNames = kOnUpdateNames;
 };
 
 template <typename E>
@@ -342,6 +417,9 @@ absl::string_view EnumName(OnInvalid v) { return NameOf(v); }
 absl::string_view EnumName(LogFormat v) { return NameOf(v); }
 absl::string_view EnumName(LogLevel v) { return NameOf(v); }
 absl::string_view EnumName(PollerMode v) { return NameOf(v); }
+absl::string_view EnumName(Compatibility v) { return NameOf(v); }
+absl::string_view EnumName(TimestampSource v) { return NameOf(v); }
+absl::string_view EnumName(OnUpdate v) { return NameOf(v); }
 
 bool ConfigKey::IsMap() const {
   if (global != nullptr) {

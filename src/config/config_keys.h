@@ -24,8 +24,10 @@ namespace outbox {
 using StringMap = std::map<std::string, std::string>;
 
 // Typed pointer to the field a key sets.
-using FieldRef = std::variant<std::string*, int64_t*, bool*, OnInvalid*,
-                              LogFormat*, LogLevel*, PollerMode*, StringMap*>;
+using FieldRef =
+    std::variant<std::string*, int64_t*, bool*, OnInvalid*, LogFormat*,
+                 LogLevel*, PollerMode*, Compatibility*, TimestampSource*,
+                 OnUpdate*, StringMap*>;
 
 // One outbox.tables[] entry as written: unset fields inherit from the
 // top-level outbox keys when the Config is resolved.
@@ -52,6 +54,8 @@ struct ConfigKey {
   int64_t min = 0;      // integers: smallest legal value
   bool bytes = false;   // integers: accept KiB/MiB/GiB suffixes
   bool secret = false;  // strings: contains a password (redacted)
+  bool list = false;    // strings: a comma-separated list; YAML may give a
+                        // sequence of scalars, joined with ','
 
   // Builder-style setters for the table in config_keys.cc.
   ConfigKey& Min(int64_t value) {
@@ -64,6 +68,10 @@ struct ConfigKey {
   }
   ConfigKey& Secret() {
     secret = true;
+    return *this;
+  }
+  ConfigKey& List() {
+    list = true;
     return *this;
   }
 

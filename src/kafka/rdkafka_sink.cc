@@ -153,6 +153,9 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
   }
   rd_kafka_resp_err_t e = rd_kafka_producev(
       rk_, RD_KAFKA_V_RKT(rkt),
+      RD_KAFKA_V_PARTITION(record.partition < 0 ? RD_KAFKA_PARTITION_UA
+                                                : record.partition),
+      RD_KAFKA_V_TIMESTAMP(record.timestamp_ms),
       RD_KAFKA_V_KEY(record.key_is_null ? nullptr : record.key.data(),
                      record.key_is_null ? 0 : record.key.size()),
       RD_KAFKA_V_VALUE(record.value_is_null
@@ -275,6 +278,13 @@ bool RdKafkaSink::IsPermanentRecordError(int e) {
     case RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS:
     case RD_KAFKA_RESP_ERR__INVALID_ARG:
     case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+    // Only a record with an explicit partition (outbox.fields' partition
+    // column) can name one the topic lacks.
+    case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+    // A record timestamp outside the broker's
+    // log.message.timestamp.before/after.max.ms (a commit time or timestamp
+    // column too old): retrying sends the same timestamp.
+    case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
       return true;
     default:
       return false;

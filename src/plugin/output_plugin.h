@@ -35,8 +35,12 @@ struct PluginOptions {
   std::vector<Table> tables;  // the outbox tables to stream
   // Logical decoding messages to decode, by exact prefix; empty: none.
   std::vector<std::string> message_prefixes;
+  // Also decode UPDATEs of the tables (outbox.on_update other than ignore):
+  // wal2json's actions, pgoutput's publication publishing updates.
+  bool decode_updates = false;
   // pgoutput: the publication to stream, created FOR TABLE <tables> WITH
-  // (publish = 'insert') when missing and `create_publication` allows it.
+  // (publish = 'insert', or 'insert, update' with decode_updates) when
+  // missing and `create_publication` allows it.
   std::string publication = "outbox_relay";
   bool create_publication = true;
 };

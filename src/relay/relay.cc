@@ -192,6 +192,8 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
       return HandleEvent(msg, /*from_message=*/false);
     case Change::Kind::kMessage:
       return HandleLogicalMessage(msg);
+    case Change::Kind::kUpdate:
+      return HandleUpdate(msg);
     default:
       // Updates, deletes and truncates are filtered out by the plugin
       // options ("actions" 'insert'): nothing to deliver.
@@ -269,6 +271,30 @@ absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
     return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
   }
   return s;
+}
+
+absl::Status Relay::HandleUpdate(const StreamMessage& msg) {
+  // Decoded only when on_update asks (the plugin's actions or publication),
+  // so any UPDATE seen under kIgnore comes from a wider publication.
+  if (options_.on_update == OnUpdate::kIgnore) return absl::OkStatus();
+  absl::string_view id = router_->EventId(change_);
+  std::string where = absl::StrCat(change_.schema, ".", change_.table,
+                                   " at LSN ", FormatLsn(msg.data_start));
+  if (options_.on_update == OnUpdate::kHalt) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UPDATE of outbox row ", id.empty() ? "" : absl::StrCat(id, " "), "in ",
+        where,
+        "; halting (outbox.on_update = halt), nothing at or past it is "
+        "confirmed"));
+  }
+  ++stats_.updates_ignored;
+  Log(options_.on_update == OnUpdate::kError ? Severity::kError
+                                             : Severity::kWarn,
+      "UPDATE of an outbox row ignored: only inserts are published",
+      {{"event_id", std::string(id)},
+       {"table", absl::StrCat(change_.schema, ".", change_.table)},
+       {"lsn", LsnField(msg.data_start)}});
+  return absl::OkStatus();
 }
 
 absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {

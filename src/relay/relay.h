@@ -75,6 +75,10 @@ struct RelayOptions {
   // counts only the unacknowledged ones).
   int64_t max_tracked_events = 100000;
   bool dead_letter = false;  // on_invalid: false = halt
+  // An UPDATE of an outbox row (decoded only when this is not kIgnore):
+  // logged as a warning or an error, or the session halts
+  // (InvalidArgument) without confirming it.
+  OnUpdate on_update = OnUpdate::kIgnore;
   std::string dead_letter_topic = "outbox.dead_letter";
   int flush_timeout_ms = 30000;
   // When a pass over the stream found it quiet (fewer messages than make
@@ -104,6 +108,7 @@ struct RelayStats {
   int64_t dead_lettered = 0;
   int64_t messages_ignored = 0;  // non-transactional outbox messages
   int64_t heartbeats_seen = 0;   // this relay's, back through the slot
+  int64_t updates_ignored = 0;  // UPDATEs of outbox rows (outbox.on_update)
   int64_t delivery_errors = 0;
   int64_t transactions = 0;
   int64_t status_updates = 0;
@@ -151,6 +156,7 @@ class Relay {
   // under the outbox prefix.
   absl::Status HandleEvent(const StreamMessage& msg, bool from_message);
   absl::Status HandleLogicalMessage(const StreamMessage& msg);
+  absl::Status HandleUpdate(const StreamMessage& msg);
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
   absl::Status DeadLetterFailedDeliveries();
   // `what` names the kind of event: "outbox row" or "outbox message".

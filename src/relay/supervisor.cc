@@ -58,6 +58,7 @@ absl::StatusOr<std::unique_ptr<OutputPlugin>> MakePlugin(const Config& config,
   if (config.postgres.heartbeat_interval_s > 0) {
     o.message_prefixes.push_back(kHeartbeatPrefix);
   }
+  o.decode_updates = config.outbox.on_update != OnUpdate::kIgnore;
   return OutputPlugin::Create(config.postgres.plugin, o);
 }
 
@@ -87,6 +88,7 @@ RelayOptions PipelineOptions(const Config& config) {
   o.max_tracked_events = config.limits.max_tracked_events;
   o.dead_letter = config.outbox.on_invalid == OnInvalid::kDeadLetter;
   o.dead_letter_topic = config.outbox.dead_letter_topic;
+  o.on_update = config.outbox.on_update;
   o.flush_timeout_ms = static_cast<int>(config.kafka.flush_timeout_ms);
   o.send_when_idle = config.kafka.send_when_idle;
   o.progress_interval_s = static_cast<int>(config.log.progress_interval_s);

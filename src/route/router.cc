@@ -1,12 +1,14 @@
 #include "route/router.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "outbox/status_macros.h"
+#include "route/record_value.h"
 
 namespace outbox {
 namespace {
@@ -29,6 +31,12 @@ void AppendEscaped(std::string* out, absl::string_view name) {
   }
 }
 
+// An optional column (placement, timestamp, schema version) the row lacks.
+absl::Status MissingColumn(absl::string_view what, absl::string_view column) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " column ", column, " is missing"));
+}
+
 absl::Status EventError(absl::string_view id, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("event ", id, ": ", what));
 }
@@ -47,6 +55,39 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
           absl::StrCat("outbox.dead_letter_topic: ", s.message()));
     }
   }
+  auto options = std::make_unique<Options>();
+  options->debezium = outbox.compatibility == Compatibility::kDebezium;
+  if (options->debezium) {
+    // Debezium's connector adds these before any transform runs, so they
+    // precede the event router's "id".
+    options->context_values = {outbox.debezium.connector_logical_name,
+                               outbox.debezium.task_id,
+                               outbox.debezium.connector_name};
+    const char* names[] = {"__debezium.context.connectorLogicalName",
+                           "__debezium.context.taskId",
+                           "__debezium.context.connectorName"};
+    for (int i = 0; i < 3; ++i) {
+      options->context_headers.push_back(
+          Header{names[i], options->context_values[i], false});
+    }
+  }
+  options->commit_time =
+      outbox.timestamp == TimestampSource::kCommit ||
+      (outbox.timestamp == TimestampSource::kAuto && !options->debezium);
+  options->expand_json_payload = outbox.expand_json_payload;
+  options->tombstone_on_empty_payload = outbox.tombstone_on_empty_payload;
+  if (!outbox.topic_regex.empty()) {
+    ASSIGN_OR_RETURN(
+        TopicRegex regex,
+        TopicRegex::Create(outbox.topic_regex, outbox.topic_replacement));
+    options->topic_regex = std::make_unique<TopicRegex>(std::move(regex));
+  } else if (!outbox.topic_replacement.empty()) {
+    return absl::InvalidArgumentError(
+        "outbox.topic_replacement needs outbox.topic_regex");
+  }
+  ASSIGN_OR_RETURN(std::vector<FieldPlacement> fields,
+                   ParseFieldPlacements(outbox.fields));
+
   std::vector<Mapping> mappings;
   for (const OutboxTable& t : outbox.tables) {
     std::vector<std::string> columns;
@@ -55,12 +96,37 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     // anyway so the fixed slots stay fixed.
     columns.push_back(t.key);              // kKeySlot
     columns.push_back(t.columns.payload);  // kPayloadSlot
-    std::vector<std::pair<std::string, int>> headers;
+    std::vector<std::pair<std::string, int>> headers, envelope;
+    int partition = -1, timestamp = -1, schema_version = -1, route_by = -1;
+    for (const FieldPlacement& f : fields) {
+      int slot = SlotOf(&columns, f.column);
+      switch (f.where) {
+        case FieldPlacement::Where::kHeader:
+          headers.emplace_back(f.name, slot);
+          break;
+        case FieldPlacement::Where::kEnvelope:
+          envelope.emplace_back(f.name, slot);
+          break;
+        case FieldPlacement::Where::kPartition:
+          partition = slot;
+          break;
+      }
+    }
     for (const auto& [column, header] : t.headers) {
       headers.emplace_back(header, SlotOf(&columns, column));
     }
+    if (!outbox.timestamp_column.empty()) {
+      timestamp = SlotOf(&columns, outbox.timestamp_column);
+    }
+    if (!outbox.schema_version_column.empty()) {
+      schema_version = SlotOf(&columns, outbox.schema_version_column);
+    }
+    if (options->topic_regex != nullptr) {
+      route_by = SlotOf(&columns, t.columns.aggregatetype);
+    }
     // Placeholders may name any mapped column; the row scan only looks for
-    // the ones the template uses.
+    // the ones the template uses. With a topic regex the template is only
+    // checked.
     std::vector<std::string> candidates = columns;
     for (const std::string* c :
          {&t.columns.aggregatetype, &t.columns.aggregateid, &t.columns.type}) {
@@ -71,9 +137,11 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
       return absl::InvalidArgumentError(
           absl::StrCat(t.QualifiedName(), ": ", parsed.status().message()));
     }
-    for (const std::string& c : parsed->Placeholders()) SlotOf(&columns, c);
-    ASSIGN_OR_RETURN(TopicTemplate topic,
-                     TopicTemplate::Create(t.topic, columns));
+    TopicTemplate topic = *std::move(parsed);
+    if (options->topic_regex == nullptr) {
+      for (const std::string& c : topic.Placeholders()) SlotOf(&columns, c);
+      ASSIGN_OR_RETURN(topic, TopicTemplate::Create(t.topic, columns));
+    }
     for (char c : topic.LiteralText()) {
       if (!IsLegalTopicChar(c)) {
         return absl::InvalidArgumentError(
@@ -83,9 +151,12 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
       }
     }
     mappings.push_back(Mapping{t.schema, t.name, std::move(columns),
-                               std::move(headers), std::move(topic)});
+                               std::move(headers), std::move(envelope),
+                               std::move(topic), route_by, partition, timestamp,
+                               schema_version});
   }
-  return std::unique_ptr<Router>(new Router(std::move(mappings)));
+  return std::unique_ptr<Router>(
+      new Router(std::move(mappings), std::move(options)));
 }
 
 const Router::Mapping* Router::Find(absl::string_view schema,
@@ -141,20 +212,40 @@ absl::Status Router::Route(const Change& change, Record* out) const {
                                    " is missing"));
   }
 
-  absl::Status s = m->topic.Render(slots.data(), &out->topic);
-  if (!s.ok()) return EventError(id->value, s.message());
+  absl::Status s;
+  if (options_->topic_regex != nullptr) {
+    const Column* by = slots[m->route_by];
+    if (by == nullptr || by->kind == ValueKind::kNull) {
+      return EventError(
+          id->value, absl::StrCat("topic column ", m->columns[m->route_by],
+                                  by == nullptr ? " is missing" : " is null"));
+    }
+    options_->topic_regex->Apply(by->value, &out->topic);
+  } else {
+    s = m->topic.Render(slots.data(), &out->topic);
+    if (!s.ok()) return EventError(id->value, s.message());
+  }
   s = ValidateTopicName(out->topic);
   if (!s.ok()) return EventError(id->value, s.message());
 
   out->key = key->value;
   out->key_is_null = false;
-  out->value_is_null = payload->kind == ValueKind::kNull;
-  out->value = out->value_is_null ? absl::string_view() : payload->value;
   out->event_id = id->value;
   out->commit_time_us = change.commit_time_us;
+  s = FillValue(*m, slots.data(), payload, out);
+  if (!s.ok()) return EventError(id->value, s.message());
+  s = FillPlacement(*m, slots.data(), change.commit_time_us, out);
+  if (!s.ok()) return EventError(id->value, s.message());
 
-  out->headers.resize(1 + m->headers.size());
-  Header& id_header = out->headers[0];
+  const size_t fixed = options_->context_headers.size();
+  out->headers.resize(fixed + 1 + m->headers.size());
+  for (size_t i = 0; i < fixed; ++i) {
+    Header& h = out->headers[i];
+    h.name.assign(options_->context_headers[i].name);
+    h.value = options_->context_headers[i].value;
+    h.is_null = false;
+  }
+  Header& id_header = out->headers[fixed];
   id_header.name.assign("id");
   id_header.value = id->value;
   id_header.is_null = false;
@@ -166,12 +257,90 @@ absl::Status Router::Route(const Change& change, Record* out) const {
           id->value,
           absl::StrCat("header column ", m->columns[slot], " is missing"));
     }
-    Header& h = out->headers[i + 1];
+    Header& h = out->headers[fixed + 1 + i];
     h.name.assign(name);
     h.is_null = c->kind == ValueKind::kNull;
     h.value = h.is_null ? absl::string_view() : c->value;
   }
   return absl::OkStatus();
+}
+
+absl::Status Router::FillValue(const Mapping& m, const Column* const* slots,
+                               const Column* payload, Record* out) const {
+  out->value_is_null = payload->kind == ValueKind::kNull;
+  out->value = out->value_is_null ? absl::string_view() : payload->value;
+  if (options_->tombstone_on_empty_payload &&
+      (out->value_is_null || IsBlankPayload(out->value))) {
+    out->value_is_null = true;
+    out->value = {};
+    return absl::OkStatus();
+  }
+  if (options_->expand_json_payload && !out->value_is_null &&
+      CompactJson(out->value, &out->value_storage)) {
+    out->value = out->value_storage;
+  }
+  if (m.envelope.empty()) return absl::OkStatus();
+  std::vector<EnvelopeField> fields;
+  // The payload as expanded above, keeping its column's type.
+  Column expanded = *payload;
+  expanded.value = out->value;
+  fields.emplace_back("payload", &expanded);
+  for (const auto& [name, slot] : m.envelope) {
+    if (slots[slot] == nullptr)
+      return MissingColumn("envelope", m.columns[slot]);
+    fields.emplace_back(name, slots[slot]);
+  }
+  std::string envelope;
+  if (options_->debezium) {
+    AppendStructEnvelope(fields, &envelope);
+  } else {
+    AppendJsonEnvelope(fields, &envelope);
+  }
+  out->value_storage = std::move(envelope);
+  out->value = out->value_storage;
+  out->value_is_null = false;
+  return absl::OkStatus();
+}
+
+absl::Status Router::FillPlacement(const Mapping& m, const Column* const* slots,
+                                   int64_t commit_time_us, Record* out) const {
+  out->partition = -1;
+  if (m.partition >= 0) {
+    const Column* c = slots[m.partition];
+    if (c == nullptr) return MissingColumn("partition", m.columns[m.partition]);
+    if (c->kind != ValueKind::kNull) {
+      ASSIGN_OR_RETURN(out->partition, ColumnInt32(*c, 0));
+    }
+  }
+  if (m.schema_version >= 0) {
+    // Debezium reads it as an int32 into the value schema's version; the
+    // record carries no schema, so only the check remains.
+    const Column* c = slots[m.schema_version];
+    if (c == nullptr) {
+      return MissingColumn("schema version", m.columns[m.schema_version]);
+    }
+    if (c->kind != ValueKind::kNull) {
+      RETURN_IF_ERROR(
+          ColumnInt32(*c, std::numeric_limits<int32_t>::min()).status());
+    }
+  }
+  out->timestamp_ms = options_->commit_time ? commit_time_us / 1000 : 0;
+  if (m.timestamp >= 0) {
+    const Column* c = slots[m.timestamp];
+    if (c == nullptr) return MissingColumn("timestamp", m.columns[m.timestamp]);
+    if (c->kind != ValueKind::kNull) {
+      ASSIGN_OR_RETURN(out->timestamp_ms, ColumnTimestampMs(*c));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::string_view Router::EventId(const Change& change) const {
+  const Mapping* m = Find(change.schema, change.table);
+  if (m == nullptr) return {};
+  const Column* id = change.Find(m->columns[kIdSlot]);
+  return id == nullptr || id->kind == ValueKind::kNull ? absl::string_view()
+                                                       : id->value;
 }
 
 std::vector<std::string> Router::wal2json_add_tables() const {

@@ -2,14 +2,26 @@
 //
 // Built once from the configured outbox tables. For each kInsert Change of a
 // mapped table it fills a Record, Debezium Outbox Event Router style:
-//   topic   the table's topic template rendered with the row's columns
-//   key     the key column's value (aggregateid by default)
-//   value   the payload column (text as is, bytea raw; NULL -> null value)
-//   headers "id" = the event id, then the configured column -> header map
-//           (a NULL column gives a header with is_null)
+//   topic     the table's topic template rendered with the row's columns, or
+//             outbox.topic_regex/_replacement over the aggregatetype value
+//   key       the key column's value (aggregateid by default)
+//   value     the payload column (text as is, bytea raw; NULL -> null
+//             value); with envelope fields {"payload": ..., name: ...}
+//             (Struct{...} text under compatibility debezium); compacted
+//             with expand_json_payload; null for a blank payload with
+//             tombstone_on_empty_payload
+//   headers   under compatibility debezium first Debezium's three
+//             __debezium.context.* headers; then "id" = the event id, the
+//             outbox.fields header placements in order, then the
+//             column -> header map (a NULL column gives a null header)
+//   partition the outbox.fields partition column's value, else -1
+//   timestamp outbox.timestamp_column's value, else the commit time or 0
+//             (the produce time), per outbox.timestamp
 // A row that cannot become a record (unmapped table, missing or NULL id or
-// key, missing payload column, topic that renders empty or illegal) is
-// InvalidArgument naming the event id: the caller applies the poison policy.
+// key, missing payload column, topic that renders empty or illegal, a
+// partition, timestamp or schema version column that holds no such value)
+// is InvalidArgument naming the event id: the caller applies the poison
+// policy.
 //
 // Hot path: Route() reuses the Record's topic and header buffers, so after
 // the first row of a table it does not allocate. The Record's views point
@@ -29,6 +41,8 @@
 #include "config/config.h"
 #include "outbox/change.h"
 #include "outbox/record.h"
+#include "route/field_placement.h"
+#include "route/topic_regex.h"
 #include "route/topic_template.h"
 
 namespace outbox {
@@ -59,6 +73,10 @@ class Router {
   // On error out->event_id still names the event when the row has an id.
   absl::Status Route(const Change& change, Record* out) const;
 
+  // The event id of a change to a mapped table (its id column's value), or
+  // "" when the table is not mapped or the row lacks it (for logs).
+  absl::string_view EventId(const Change& change) const;
+
   // wal2json "add-tables" entries, one per table: schema.table with '\'
   // before each of  \ , . * and whitespace inside a name. Join with ',' for
   // the option value (which still needs SQL quoting of "'").
@@ -75,16 +93,39 @@ class Router {
     std::string schema;
     std::string table;
     std::vector<std::string> columns;  // distinct names, slots above first
-    std::vector<std::pair<std::string, int>> headers;  // header name, slot
+    std::vector<std::pair<std::string, int>> headers;   // header name, slot
+    std::vector<std::pair<std::string, int>> envelope;  // field name, slot
     TopicTemplate topic;
+    // Slots of optional columns; -1 when not configured.
+    int route_by = -1;  // aggregatetype, with outbox.topic_regex
+    int partition = -1;
+    int timestamp = -1;
+    int schema_version = -1;
   };
 
-  explicit Router(std::vector<Mapping> mappings)
-      : mappings_(std::move(mappings)) {}
+  // What applies to every table (the Event Router options).
+  struct Options {
+    bool debezium = false;
+    std::vector<Header> context_headers;  // views into the strings below
+    std::vector<std::string> context_values;
+    bool commit_time = true;  // else the produce time
+    bool expand_json_payload = false;
+    bool tombstone_on_empty_payload = false;
+    std::unique_ptr<TopicRegex> topic_regex;
+  };
+
+  Router(std::vector<Mapping> mappings, std::unique_ptr<Options> options)
+      : mappings_(std::move(mappings)), options_(std::move(options)) {}
 
   const Mapping* Find(absl::string_view schema, absl::string_view table) const;
+  // The value, partition and timestamp of a routed row.
+  absl::Status FillValue(const Mapping& m, const Column* const* slots,
+                         const Column* payload, Record* out) const;
+  absl::Status FillPlacement(const Mapping& m, const Column* const* slots,
+                             int64_t commit_time_us, Record* out) const;
 
   std::vector<Mapping> mappings_;
+  std::unique_ptr<Options> options_;  // stable address: headers view it
 };
 
 }  // namespace outbox

@@ -453,5 +453,45 @@ TEST(ConfigTest, HelpTextMentionsEveryKeyAndDefault) {
   EXPECT_THAT(help, HasSubstr("Usage: outbox-relay"));
 }
 
+// Issue 15: the Outbox Event Router options, from YAML and --set.
+TEST(ConfigTest, EventRouterOptionsParse) {
+  Config c = ParseOrDie(R"yaml(
+outbox:
+  compatibility: debezium
+  debezium: {connector_logical_name: shop, task_id: "2"}
+  timestamp: produce
+  timestamp_column: occurred_at
+  fields: [type:header:eventType, shard:partition]
+  expand_json_payload: true
+  tombstone_on_empty_payload: true
+  on_update: warn
+  topic_regex: "(?<routedByValue>.*)"
+  topic_replacement: "outbox.${routedByValue}.events"
+  schema_version_column: schema_version
+)yaml");
+  EXPECT_EQ(c.outbox.compatibility, Compatibility::kDebezium);
+  EXPECT_EQ(c.outbox.debezium.connector_logical_name, "shop");
+  EXPECT_EQ(c.outbox.debezium.task_id, "2");
+  EXPECT_EQ(c.outbox.debezium.connector_name, "postgresql");
+  EXPECT_EQ(c.outbox.timestamp, TimestampSource::kProduce);
+  EXPECT_EQ(c.outbox.timestamp_column, "occurred_at");
+  // A YAML list is the comma-separated form.
+  EXPECT_EQ(c.outbox.fields, "type:header:eventType,shard:partition");
+  EXPECT_TRUE(c.outbox.expand_json_payload);
+  EXPECT_TRUE(c.outbox.tombstone_on_empty_payload);
+  EXPECT_EQ(c.outbox.on_update, OnUpdate::kWarn);
+  EXPECT_EQ(c.outbox.topic_replacement, "outbox.${routedByValue}.events");
+  EXPECT_EQ(c.outbox.schema_version_column, "schema_version");
+  EXPECT_THAT(ErrorOf("outbox: {timestamp: wallclock}"),
+              HasSubstr("expected one of auto | commit | produce"));
+  EXPECT_THAT(ErrorOf("outbox: {compatibility: kafka}"),
+              HasSubstr("native | debezium"));
+  auto set = Load({"--set", "outbox.compatibility=debezium", "--set",
+                   "outbox.fields=a:header,b:envelope"});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->outbox.compatibility, Compatibility::kDebezium);
+  EXPECT_EQ(set->outbox.fields, "a:header,b:envelope");
+}
+
 }  // namespace
 }  // namespace outbox

@@ -216,6 +216,7 @@ std::vector<KafkaMessage> ConsumeUntil(
       km.topic = rd_kafka_topic_name(m->rkt);
       km.partition = m->partition;
       km.offset = m->offset;
+      km.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
       km.key_null = m->key == nullptr;
       km.value_null = m->payload == nullptr;
       if (m->key) km.key.assign(static_cast<char*>(m->key), m->key_len);

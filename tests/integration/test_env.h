@@ -57,6 +57,7 @@ struct KafkaMessage {
   std::string topic;
   int32_t partition = -1;
   int64_t offset = -1;
+  int64_t timestamp_ms = -1;  // the record's timestamp (CreateTime)
   std::string key;
   std::string value;
   bool key_null = false;

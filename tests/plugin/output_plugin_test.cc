@@ -139,5 +139,17 @@ TEST(OutputPluginTest, EachPluginDecodesItsOwnFormat) {
   EXPECT_FALSE(w->Decode(absl::string_view(begin, sizeof(begin)), &c).ok());
 }
 
+// outbox.on_update other than ignore: updates must reach the relay.
+TEST(OutputPluginTest, DecodeUpdatesAsksEachPluginForUpdates) {
+  PluginOptions o = Options();
+  o.decode_updates = true;
+  EXPECT_THAT(Make("wal2json", o)->StartOptions({150018, "app"}),
+              HasSubstr("\"actions\" 'insert,update'"));
+  auto p = PgOutputPlugin::Create(o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_THAT(static_cast<PgOutputPlugin&>(**p).CreatePublicationSql(),
+              HasSubstr("WITH (publish = 'insert, update')"));
+}
+
 }  // namespace
 }  // namespace outbox

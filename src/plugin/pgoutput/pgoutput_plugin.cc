@@ -51,7 +51,7 @@ std::string PgOutputPlugin::CreatePublicationSql() const {
   }
   return absl::StrCat("CREATE PUBLICATION ", QuoteIdent(options_.publication),
                       " FOR TABLE ", absl::StrJoin(tables, ", "),
-                      " WITH (publish = 'insert')");
+                      " WITH (publish = ", PublishOption(), ")");
 }
 
 absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
@@ -61,9 +61,9 @@ absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
   const std::string pub = conn.Literal(options_.publication);
   ASSIGN_OR_RETURN(
       PgResult found,
-      conn.Query(absl::StrCat(
-          "SELECT pubinsert FROM pg_catalog.pg_publication WHERE pubname = ",
-          pub)));
+      conn.Query(absl::StrCat("SELECT pubinsert, pubupdate FROM "
+                              "pg_catalog.pg_publication WHERE pubname = ",
+                              pub)));
   if (PgConnection::Rows(found) == 0) {
     std::string sql = CreatePublicationSql();
     if (!options_.create_publication) {
@@ -90,11 +90,15 @@ absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
     }
     return absl::OkStatus();
   }
-  if (PgConnection::Value(found, 0, 0) != "t") {
+  if (PgConnection::Value(found, 0, 0) != "t" ||
+      (options_.decode_updates && PgConnection::Value(found, 0, 1) != "t")) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "publication \"", options_.publication,
-        "\" does not publish inserts: run ALTER PUBLICATION ",
-        QuoteIdent(options_.publication), " SET (publish = 'insert');"));
+        "publication \"", options_.publication, "\" does not publish ",
+        options_.decode_updates
+            ? "inserts and updates (outbox.on_update is not ignore)"
+            : "inserts",
+        ": run ALTER PUBLICATION ", QuoteIdent(options_.publication),
+        " SET (publish = ", PublishOption(), ");"));
   }
   ASSIGN_OR_RETURN(
       PgResult covered,
@@ -117,6 +121,10 @@ absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
     }
   }
   return absl::OkStatus();
+}
+
+std::string PgOutputPlugin::PublishOption() const {
+  return options_.decode_updates ? "'insert, update'" : "'insert'";
 }
 
 std::string PgOutputPlugin::StartOptions(const PluginServer& server) const {

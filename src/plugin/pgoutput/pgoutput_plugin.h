@@ -35,6 +35,8 @@ class PgOutputPlugin final : public OutputPlugin {
   // The statement that creates the publication (for errors and docs);
   // identifiers quoted as PostgreSQL would.
   std::string CreatePublicationSql() const;
+  // The publish option: 'insert', or 'insert, update' with decode_updates.
+  std::string PublishOption() const;
 
  private:
   explicit PgOutputPlugin(PluginOptions options)

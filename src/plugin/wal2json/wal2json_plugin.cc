@@ -74,8 +74,9 @@ std::string Wal2JsonPlugin::StartOptions(const PluginServer& server) const {
       "\"include-lsn\" 'true', \"include-xids\" 'true', "
       "\"include-timestamp\" 'true', \"include-type-oids\" 'false', "
       "\"add-tables\" ",
-      StartOptionValue(absl::StrJoin(tables, ",")),
-      ", \"actions\" 'insert', \"add-msg-prefixes\" ",
+      StartOptionValue(absl::StrJoin(tables, ",")), ", \"actions\" ",
+      options_.decode_updates ? "'insert,update'" : "'insert'",
+      ", \"add-msg-prefixes\" ",
       StartOptionValue(absl::StrJoin(prefixes, ",")));
 }
 
