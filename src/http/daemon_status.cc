@@ -4,6 +4,10 @@
 
 namespace outbox {
 
+std::string WaitingToReconnect(int64_t backoff_ms) {
+  return absl::StrCat("waiting to reconnect (retry in ", backoff_ms, " ms)");
+}
+
 void DaemonStatus::SetStates(absl::string_view postgres,
                              absl::string_view kafka) {
   std::lock_guard<std::mutex> lock(mu_);

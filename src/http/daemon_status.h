@@ -19,6 +19,10 @@
 
 namespace outbox {
 
+// The phrases both daemons use.
+inline constexpr char kNoKafkaProducer[] = "no producer (no session)";
+std::string WaitingToReconnect(int64_t backoff_ms);  // "... (retry in N ms)"
+
 class DaemonStatus {
  public:
   // `clock` (not owned, must outlive this) dates the errors.

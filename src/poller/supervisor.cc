@@ -63,8 +63,6 @@ void RecordError(PollerMetrics* metrics, absl::string_view what,
   if (metrics != nullptr) metrics->daemon_status.SetLastError(what, s);
 }
 
-constexpr char kNoProducer[] = "no producer (no session)";
-
 void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (!stop.load() && std::chrono::steady_clock::now() < until) {
@@ -88,19 +86,16 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
   while (!stop.load()) {
-    SetStates(metrics, "connecting", kNoProducer);
+    SetStates(metrics, "connecting", kNoKafkaProducer);
     auto store = LibpqOutboxStore::Connect(store_options);
     if (!store.ok()) {
       const absl::Status& s = store.status();
       RecordError(metrics, "", s);
-      SetStates(
-          metrics,
-          absl::StrCat("waiting to reconnect (retry in ", backoff, " ms)"),
-          kNoProducer);
       if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
         Log(Severity::kError, std::string(s.message()));
         return kExitPrecondition;
       }
+      SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
       if (s.message() != last_wait) {  // once per distinct reason
         Log(Severity::kWarn, "waiting for PostgreSQL",
             {{"reason", std::string(s.message())},
@@ -152,7 +147,7 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
          {"dead_lettered", absl::StrCat(st.dead_lettered)},
          {"status", s.ok() ? "ok" : std::string(s.message())}});
     if (!s.ok()) RecordError(metrics, "session ended", s);
-    SetStates(metrics, "session ended", kNoProducer);
+    SetStates(metrics, "session ended", kNoKafkaProducer);
     if (s.ok()) return kExitOk;
     if (absl::IsFailedPrecondition(s)) {
       Log(Severity::kError, std::string(s.message()));

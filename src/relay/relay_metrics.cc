@@ -200,13 +200,13 @@ void RelayMetrics::SetSlot(const SlotStatus& slot) {
         "still needed): events committed after ",
         FormatLsn(slot.confirmed_flush_lsn), " are in no slot");
   }
-  std::lock_guard<std::mutex> lock(slot_problem_mu_);
+  std::lock_guard<std::mutex> lock(slot_mu_);
   slot_problem_ = std::move(problem);
   slot_ = slot;
 }
 
 std::string RelayMetrics::slot_problem() const {
-  std::lock_guard<std::mutex> lock(slot_problem_mu_);
+  std::lock_guard<std::mutex> lock(slot_mu_);
   return slot_problem_;
 }
 
@@ -233,7 +233,7 @@ void RelayMetrics::FillStatus(StatusSnapshot* s) const {
     s->tracked_events = whole(tracked_events_);
   }
   {
-    std::lock_guard<std::mutex> lock(slot_problem_mu_);
+    std::lock_guard<std::mutex> lock(slot_mu_);
     if (slot_.has_value()) {
       s->slot_name = slot_->slot_name;
       if (!slot_->wal_status.empty()) s->slot_wal_status = slot_->wal_status;

@@ -165,9 +165,9 @@ class RelayMetrics {
   std::atomic<uint64_t> confirmed_{0};
   std::atomic<int64_t> last_turn_us_{0};
   std::atomic<bool> streaming_{false};
-  mutable std::mutex slot_problem_mu_;
-  std::string slot_problem_ ABSL_GUARDED_BY(slot_problem_mu_);
-  std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(slot_problem_mu_);
+  mutable std::mutex slot_mu_;
+  std::string slot_problem_ ABSL_GUARDED_BY(slot_mu_);
+  std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(slot_mu_);
   DaemonStatus daemon_status_;
 };
 

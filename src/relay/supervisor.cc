@@ -107,12 +107,6 @@ void RecordError(RelayMetrics* metrics, absl::string_view what,
   if (metrics != nullptr) metrics->daemon_status().SetLastError(what, s);
 }
 
-constexpr char kNoProducer[] = "no producer (no session)";
-
-std::string WaitingState(int64_t backoff_ms) {
-  return absl::StrCat("waiting to reconnect (retry in ", backoff_ms, " ms)");
-}
-
 // For the status page: the PostgreSQL and Kafka connection states.
 void SetStates(RelayMetrics* metrics, absl::string_view postgres,
                absl::string_view kafka) {
@@ -265,18 +259,18 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   }
   while (!stop.load()) {
     if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
-    SetStates(metrics, "connecting", kNoProducer);
+    SetStates(metrics, "connecting", kNoKafkaProducer);
     auto stream = LibpqReplicationStream::Connect(
         StreamOptions(config, **router, plugin->get(), history.get()));
     if (!stream.ok()) {
       const absl::Status& s = stream.status();
       RecordError(metrics, "", s);
       if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
-        SetStates(metrics, "refused (exiting)", kNoProducer);
+        SetStates(metrics, "refused (exiting)", kNoKafkaProducer);
         Log(Severity::kError, std::string(s.message()));
         return kExitPrecondition;
       }
-      SetStates(metrics, WaitingState(backoff), kNoProducer);
+      SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
       // Say it once per distinct reason, not every retry.
       if (s.message() != last_wait) {
         Log(Severity::kWarn, "waiting for PostgreSQL",
@@ -322,7 +316,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
          {"confirmed_lsn", FormatLsn(st.confirmed)},
          {"status", s.ok() ? "ok" : std::string(s.message())}});
     if (!s.ok()) RecordError(metrics, "session ended", s);
-    SetStates(metrics, "session ended", kNoProducer);
+    SetStates(metrics, "session ended", kNoKafkaProducer);
     if (history != nullptr && st.confirmed != kInvalidLsn) {
       // Everything up to it is in Kafka: if the slot is lost later, the
       // events after it are the ones to re-publish.
@@ -349,7 +343,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     if (st.events_delivered > 0 || st.status_updates > 1) {
       backoff = config.postgres.reconnect_backoff_initial_ms;
     }
-    SetStates(metrics, WaitingState(backoff), kNoProducer);
+    SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
     SleepUnlessStopped(backoff, stop, metrics);
     backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
   }
