@@ -153,6 +153,7 @@ void RelayMetrics::Flush() {
     for (auto& [name, c] : topics_) {
       if (c.pending_events == 0) continue;
       c.events->Increment(static_cast<double>(c.pending_events));
+      delivered_total_.fetch_add(c.pending_events, std::memory_order_relaxed);
       c.bytes->Increment(static_cast<double>(c.pending_bytes));
       c.pending_events = c.pending_bytes = 0;
     }
@@ -173,6 +174,8 @@ void RelayMetrics::OnDeadLettered() { dead_lettered_->Increment(); }
 void RelayMetrics::SetPosition(Lsn received, Lsn confirmed,
                                int64_t inflight_events, int64_t inflight_bytes,
                                double lag_seconds) {
+  received_.store(received, std::memory_order_relaxed);
+  confirmed_.store(confirmed, std::memory_order_relaxed);
   received_lsn_->Set(static_cast<double>(received));
   confirmed_lsn_->Set(static_cast<double>(confirmed));
   lag_bytes_->Set(
@@ -207,12 +210,13 @@ void RelayMetrics::SetSlot(const SlotStatus& slot) {
         "still needed): events committed after ",
         FormatLsn(slot.confirmed_flush_lsn), " are in no slot");
   }
-  std::lock_guard<std::mutex> lock(slot_problem_mu_);
+  std::lock_guard<std::mutex> lock(slot_mu_);
   slot_problem_ = std::move(problem);
+  slot_ = slot;
 }
 
 std::string RelayMetrics::slot_problem() const {
-  std::lock_guard<std::mutex> lock(slot_problem_mu_);
+  std::lock_guard<std::mutex> lock(slot_mu_);
   return slot_problem_;
 }
 
@@ -222,6 +226,44 @@ void RelayMetrics::SetFailoverProblems(std::optional<size_t> problems) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   failover_ready_->Set(problems ? (*problems == 0 ? 1 : 0) : kNaN);
   failover_problems_->Set(problems ? static_cast<double>(*problems) : kNaN);
+}
+
+void RelayMetrics::FillStatus(StatusSnapshot* s) const {
+  const auto whole = [](const prometheus::Gauge* g) {
+    return static_cast<int64_t>(g->Value());
+  };
+  s->events_delivered = delivered_total_.load(std::memory_order_relaxed);
+  prometheus::ClientMetric latency = latency_->Collect();
+  s->latency_count = static_cast<int64_t>(latency.histogram.sample_count);
+  s->latency_sum_seconds = latency.histogram.sample_sum;
+  const Lsn received = received_.load(std::memory_order_relaxed);
+  const Lsn confirmed = confirmed_.load(std::memory_order_relaxed);
+  // Before the first session's first turn there is no position to show.
+  if (received != kInvalidLsn || confirmed != kInvalidLsn) {
+    s->received_lsn = FormatLsn(received);
+    s->confirmed_lsn = FormatLsn(confirmed);
+    s->lag_bytes = whole(lag_bytes_);
+    s->lag_seconds = lag_seconds_->Value();
+    s->inflight_events = whole(inflight_events_);
+    s->inflight_bytes = whole(inflight_bytes_);
+    s->tracked_events = whole(tracked_events_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(slot_mu_);
+    if (slot_.has_value()) {
+      s->slot_name = slot_->slot_name;
+      if (!slot_->wal_status.empty()) s->slot_wal_status = slot_->wal_status;
+      s->slot_retained_wal_bytes = slot_->retained_bytes;
+      if (slot_->safe_wal_size) {
+        s->slot_safe_wal_size_bytes = *slot_->safe_wal_size;
+      }
+      s->slot_active = slot_->active;
+    }
+  }
+  s->dead_lettered = static_cast<int64_t>(dead_lettered_->Value());
+  s->delivery_errors = static_cast<int64_t>(delivery_errors_->Value());
+  s->reconnects = static_cast<int64_t>(reconnects_->Value());
+  daemon_status_.Fill(s);
 }
 
 }  // namespace outbox

@@ -39,6 +39,10 @@
 //   outbox_relay_failover_problems               unsafe settings found
 //                                                (pg/failover_readiness.h)
 //
+// Besides the registry it keeps what the status page needs and no metric
+// holds (DaemonStatus: connection states, the last error; the slot's name)
+// and fills a StatusSnapshot from the same figures (FillStatus).
+//
 // Cost: per delivery the relay thread only adds to plain counters (a hash
 // lookup in its per-topic map, a bucket search for the latency); Flush(),
 // once per loop turn, moves the sums into the Prometheus metrics. So a
@@ -57,6 +61,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "http/daemon_status.h"
+#include "http/status_snapshot.h"
 #include "outbox/lsn.h"
 #include "pg/slot_monitor.h"
 
@@ -120,6 +126,14 @@ class RelayMetrics {
   // WAL it needed). "" while the slot is usable. /readyz fails with it.
   std::string slot_problem() const;
 
+  // Connection states and the last error, for the status page. Any thread.
+  DaemonStatus& daemon_status() { return daemon_status_; }
+
+  // Any thread: sets `s`'s relay figures (positions, lag, window use, slot,
+  // counters, states) from the metrics' current values. Limits and health
+  // are the caller's.
+  void FillStatus(StatusSnapshot* s) const;
+
  private:
   struct TopicCounters {
     prometheus::Counter* events;
@@ -157,10 +171,17 @@ class RelayMetrics {
   std::vector<double> latency_pending_;  // per bucket, +Inf last
   double latency_pending_sum_ = 0;
   bool latency_is_pending_ = false;
+  // Copies of figures the registry holds in forms that lose them (LSNs as
+  // doubles, the per-topic counters), for FillStatus().
+  std::atomic<int64_t> delivered_total_{0};
+  std::atomic<uint64_t> received_{0};
+  std::atomic<uint64_t> confirmed_{0};
   std::atomic<int64_t> last_turn_us_{0};
   std::atomic<bool> streaming_{false};
-  mutable std::mutex slot_problem_mu_;
-  std::string slot_problem_ ABSL_GUARDED_BY(slot_problem_mu_);
+  mutable std::mutex slot_mu_;
+  std::string slot_problem_ ABSL_GUARDED_BY(slot_mu_);
+  std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(slot_mu_);
+  DaemonStatus daemon_status_;
 };
 
 }  // namespace outbox
