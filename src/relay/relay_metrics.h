@@ -30,6 +30,15 @@
 //   outbox_relay_slot_wal_status{status}         1 for the current status
 //   outbox_relay_slot_active                     1 while some process holds it
 //   outbox_relay_slot_monitor_errors_total       failed slot queries
+//   outbox_relay_ready                           1 while streaming from a
+//                                                usable slot (what /readyz
+//                                                says, less the liveness
+//                                                part: see the next one)
+//   outbox_relay_last_turn_timestamp_seconds     Unix time of the last turn
+//                                                of the relay loop or of the
+//                                                supervisor between sessions
+//                                                (Heartbeat); alert rules
+//                                                compare it with time()
 //
 // Cost: per delivery the relay thread only adds to plain counters (a hash
 // lookup in its per-topic map, a bucket search for the latency); Flush(),
@@ -48,6 +57,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "outbox/clock.h"
 #include "outbox/lsn.h"
 #include "pg/slot_monitor.h"
 
@@ -64,7 +74,9 @@ namespace outbox {
 
 class RelayMetrics {
  public:
-  explicit RelayMetrics(std::shared_ptr<prometheus::Registry> registry);
+  // `clock` (wall time for the heartbeat timestamp) must outlive this.
+  explicit RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
+                        const Clock* clock = RealClock());
   ~RelayMetrics();
   RelayMetrics(const RelayMetrics&) = delete;
   RelayMetrics& operator=(const RelayMetrics&) = delete;
@@ -91,14 +103,11 @@ class RelayMetrics {
   void SetSlot(const SlotStatus& slot);
   void OnSlotMonitorError();
 
-  // Health: the loop's last turn (monotonic microseconds) and whether a
-  // session holds the slot with a healthy producer.
-  void Heartbeat(int64_t now_us) {
-    last_turn_us_.store(now_us, std::memory_order_relaxed);
-  }
-  void SetStreaming(bool streaming) {
-    streaming_.store(streaming, std::memory_order_relaxed);
-  }
+  // Health: the loop's last turn (monotonic microseconds; the exported
+  // timestamp is the metrics clock's wall time) and whether a session holds
+  // the slot with a healthy producer.
+  void Heartbeat(int64_t now_us);
+  void SetStreaming(bool streaming);
   int64_t last_turn_us() const {
     return last_turn_us_.load(std::memory_order_relaxed);
   }
@@ -107,6 +116,8 @@ class RelayMetrics {
   // SetSlot(): its wal_status is 'lost' (invalidated: the server removed
   // WAL it needed). "" while the slot is usable. /readyz fails with it.
   std::string slot_problem() const;
+  // Streaming from a slot without a problem: outbox_relay_ready.
+  bool ready() const;
 
  private:
   struct TopicCounters {
@@ -132,6 +143,9 @@ class RelayMetrics {
   prometheus::Gauge* slot_lag_;
   prometheus::Gauge* slot_safe_wal_size_;
   prometheus::Gauge* slot_active_;
+  prometheus::Gauge* ready_;
+  prometheus::Gauge* last_turn_timestamp_;
+  const Clock* clock_;
   prometheus::Histogram* latency_;
   prometheus::Family<prometheus::Counter>* events_family_;
   prometheus::Family<prometheus::Counter>* bytes_family_;
@@ -145,8 +159,12 @@ class RelayMetrics {
   bool latency_is_pending_ = false;
   std::atomic<int64_t> last_turn_us_{0};
   std::atomic<bool> streaming_{false};
-  mutable std::mutex slot_problem_mu_;
-  std::string slot_problem_ ABSL_GUARDED_BY(slot_problem_mu_);
+  // Guards the slot problem and orders the ready gauge's updates from the
+  // supervisor (SetStreaming) and slot monitor (SetSlot) threads.
+  mutable std::mutex health_mu_;
+  std::string slot_problem_ ABSL_GUARDED_BY(health_mu_);
+
+  void UpdateReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 };
 
 }  // namespace outbox
