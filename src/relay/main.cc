@@ -33,7 +33,7 @@ outbox::HealthState Health(const outbox::RelayMetrics& metrics,
   h.alive =
       idle_us < kAliveSlackUs + config.postgres.connect_timeout_s * 1'000'000;
   const std::string slot_problem = metrics.slot_problem();
-  h.ready = h.alive && metrics.streaming() && slot_problem.empty();
+  h.ready = h.alive && metrics.ready();
   if (!h.alive) {
     h.detail = absl::StrCat("relay loop has not turned for ",
                             idle_us / 1'000'000, " s");

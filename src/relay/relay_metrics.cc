@@ -33,8 +33,9 @@ struct RelayMetrics::WalStatusGauges {
   prometheus::Gauge* by_status[std::size(kWalStatuses)];
 };
 
-RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry)
-    : registry_(std::move(registry)) {
+RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
+                           const Clock* clock)
+    : registry_(std::move(registry)), clock_(clock) {
   prometheus::Registry& r = *registry_;
   delivery_errors_ = NewCounter(
       r, "outbox_relay_delivery_errors_total",
@@ -82,6 +83,13 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry)
                "(pg_replication_slots.safe_wal_size); NaN when unlimited.");
   slot_active_ = NewGauge(r, "outbox_relay_slot_active",
                           "1 while a process streams from the slot.");
+  ready_ = NewGauge(r, "outbox_relay_ready",
+                    "1 while the relay streams from a usable slot with a "
+                    "healthy producer (/readyz, less the liveness check).");
+  last_turn_timestamp_ =
+      NewGauge(r, "outbox_relay_last_turn_timestamp_seconds",
+               "Unix time of the relay loop's (or, between sessions, the "
+               "supervisor's) last turn; /healthz fails when it stops moving.");
   slot_safe_wal_size_->Set(std::numeric_limits<double>::quiet_NaN());
   failover_ready_ = NewGauge(
       r, "outbox_relay_failover_ready",
@@ -210,14 +218,35 @@ void RelayMetrics::SetSlot(const SlotStatus& slot) {
         "still needed): events committed after ",
         FormatLsn(slot.confirmed_flush_lsn), " are in no slot");
   }
-  std::lock_guard<std::mutex> lock(slot_mu_);
+  std::lock_guard<std::mutex> lock(health_mu_);
   slot_problem_ = std::move(problem);
   slot_ = slot;
+  UpdateReadyLocked();
 }
 
 std::string RelayMetrics::slot_problem() const {
-  std::lock_guard<std::mutex> lock(slot_mu_);
+  std::lock_guard<std::mutex> lock(health_mu_);
   return slot_problem_;
+}
+
+void RelayMetrics::Heartbeat(int64_t now_us) {
+  last_turn_us_.store(now_us, std::memory_order_relaxed);
+  last_turn_timestamp_->Set(static_cast<double>(clock_->UnixMicros()) / 1e6);
+}
+
+void RelayMetrics::SetStreaming(bool streaming) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  streaming_.store(streaming, std::memory_order_relaxed);
+  UpdateReadyLocked();
+}
+
+bool RelayMetrics::ready() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return streaming() && slot_problem_.empty();
+}
+
+void RelayMetrics::UpdateReadyLocked() {
+  ready_->Set(streaming() && slot_problem_.empty() ? 1 : 0);
 }
 
 void RelayMetrics::OnSlotMonitorError() { slot_monitor_errors_->Increment(); }
@@ -249,7 +278,7 @@ void RelayMetrics::FillStatus(StatusSnapshot* s) const {
     s->tracked_events = whole(tracked_events_);
   }
   {
-    std::lock_guard<std::mutex> lock(slot_mu_);
+    std::lock_guard<std::mutex> lock(health_mu_);
     if (slot_.has_value()) {
       s->slot_name = slot_->slot_name;
       if (!slot_->wal_status.empty()) s->slot_wal_status = slot_->wal_status;

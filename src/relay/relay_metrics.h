@@ -38,6 +38,15 @@
 //                                                older, failover_slot off)
 //   outbox_relay_failover_problems               unsafe settings found
 //                                                (pg/failover_readiness.h)
+//   outbox_relay_ready                           1 while streaming from a
+//                                                usable slot (what /readyz
+//                                                says, less the liveness
+//                                                part: see the next one)
+//   outbox_relay_last_turn_timestamp_seconds     Unix time of the last turn
+//                                                of the relay loop or of the
+//                                                supervisor between sessions
+//                                                (Heartbeat); alert rules
+//                                                compare it with time()
 //
 // Besides the registry it keeps what the status page needs and no metric
 // holds (DaemonStatus: connection states, the last error; the slot's name)
@@ -63,6 +72,7 @@
 #include "absl/strings/string_view.h"
 #include "http/daemon_status.h"
 #include "http/status_snapshot.h"
+#include "outbox/clock.h"
 #include "outbox/lsn.h"
 #include "pg/slot_monitor.h"
 
@@ -79,7 +89,9 @@ namespace outbox {
 
 class RelayMetrics {
  public:
-  explicit RelayMetrics(std::shared_ptr<prometheus::Registry> registry);
+  // `clock` (wall time for the heartbeat timestamp) must outlive this.
+  explicit RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
+                        const Clock* clock = RealClock());
   ~RelayMetrics();
   RelayMetrics(const RelayMetrics&) = delete;
   RelayMetrics& operator=(const RelayMetrics&) = delete;
@@ -109,14 +121,11 @@ class RelayMetrics {
   // Never affects /readyz: the relay works either way.
   void SetFailoverProblems(std::optional<size_t> problems);
 
-  // Health: the loop's last turn (monotonic microseconds) and whether a
-  // session holds the slot with a healthy producer.
-  void Heartbeat(int64_t now_us) {
-    last_turn_us_.store(now_us, std::memory_order_relaxed);
-  }
-  void SetStreaming(bool streaming) {
-    streaming_.store(streaming, std::memory_order_relaxed);
-  }
+  // Health: the loop's last turn (monotonic microseconds; the exported
+  // timestamp is the metrics clock's wall time) and whether a session holds
+  // the slot with a healthy producer.
+  void Heartbeat(int64_t now_us);
+  void SetStreaming(bool streaming);
   int64_t last_turn_us() const {
     return last_turn_us_.load(std::memory_order_relaxed);
   }
@@ -125,6 +134,8 @@ class RelayMetrics {
   // SetSlot(): its wal_status is 'lost' (invalidated: the server removed
   // WAL it needed). "" while the slot is usable. /readyz fails with it.
   std::string slot_problem() const;
+  // Streaming from a slot without a problem: outbox_relay_ready.
+  bool ready() const;
 
   // Connection states and the last error, for the status page. Any thread.
   DaemonStatus& daemon_status() { return daemon_status_; }
@@ -160,6 +171,9 @@ class RelayMetrics {
   prometheus::Gauge* slot_active_;
   prometheus::Gauge* failover_ready_;
   prometheus::Gauge* failover_problems_;
+  prometheus::Gauge* ready_;
+  prometheus::Gauge* last_turn_timestamp_;
+  const Clock* clock_;
   prometheus::Histogram* latency_;
   prometheus::Family<prometheus::Counter>* events_family_;
   prometheus::Family<prometheus::Counter>* bytes_family_;
@@ -178,10 +192,15 @@ class RelayMetrics {
   std::atomic<uint64_t> confirmed_{0};
   std::atomic<int64_t> last_turn_us_{0};
   std::atomic<bool> streaming_{false};
-  mutable std::mutex slot_mu_;
-  std::string slot_problem_ ABSL_GUARDED_BY(slot_mu_);
-  std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(slot_mu_);
+  // Guards the slot problem and the slot's last status, and orders the ready
+  // gauge's updates from the supervisor (SetStreaming) and slot monitor
+  // (SetSlot) threads.
+  mutable std::mutex health_mu_;
+  std::string slot_problem_ ABSL_GUARDED_BY(health_mu_);
+  std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(health_mu_);
   DaemonStatus daemon_status_;
+
+  void UpdateReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 };
 
 }  // namespace outbox

@@ -184,5 +184,44 @@ TEST_F(RelayMetricsTest, StatusSnapshotHoldsTheRegistrysFigures) {
   EXPECT_TRUE(s.backlog.empty());  // a poller figure
 }
 
+TEST_F(RelayMetricsTest, ReadyWhileStreamingFromAUsableSlot) {
+  EXPECT_EQ(Get("outbox_relay_ready"), 0);  // not started yet
+  double ready_while_running = -1;
+  script_.Txn(1);
+  ASSERT_TRUE(Run([&] {
+                DeliverAll();
+                ready_while_running = Get("outbox_relay_ready");
+              }).ok());
+  EXPECT_EQ(ready_while_running, 1);
+  EXPECT_EQ(Get("outbox_relay_ready"), 0);  // the session ended
+  metrics_->SetStreaming(true);
+  EXPECT_EQ(Get("outbox_relay_ready"), 1);
+  SlotStatus slot;
+  slot.slot_name = "outbox_relay";
+  slot.wal_status = "lost";
+  metrics_->SetSlot(slot);
+  EXPECT_EQ(Get("outbox_relay_ready"), 0);
+  EXPECT_FALSE(metrics_->ready());
+  slot.wal_status = "unreserved";
+  metrics_->SetSlot(slot);
+  EXPECT_EQ(Get("outbox_relay_ready"), 1);
+  EXPECT_TRUE(metrics_->ready());
+}
+
+TEST_F(RelayMetricsTest, HeartbeatExportsTheWallClockOfTheLastTurn) {
+  EXPECT_EQ(Get("outbox_relay_last_turn_timestamp_seconds"), 0);
+  script_.Txn(1);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  // The loop's turns moved it: some wall time during the run.
+  EXPECT_GT(Get("outbox_relay_last_turn_timestamp_seconds"), 1.7e9);
+  EXPECT_LE(Get("outbox_relay_last_turn_timestamp_seconds"),
+            static_cast<double>(clock_.UnixMicros()) / 1e6);
+  clock_.Advance(7'000'000);
+  metrics_->Heartbeat(clock_.NowMicros());
+  EXPECT_EQ(metrics_->last_turn_us(), clock_.NowMicros());
+  EXPECT_EQ(Get("outbox_relay_last_turn_timestamp_seconds"),
+            static_cast<double>(clock_.UnixMicros()) / 1e6);
+}
+
 }  // namespace
 }  // namespace outbox::testing
