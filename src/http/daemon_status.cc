@@ -25,6 +25,19 @@ void DaemonStatus::SetLastError(absl::string_view what,
   last_error_unix_ms_ = unix_ms;
 }
 
+void DaemonStatus::SetKafkaState(absl::string_view kafka) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kafka_ = std::string(kafka);
+}
+
+std::function<void(bool, absl::string_view)>
+DaemonStatus::KafkaStateListener() {
+  return [this](bool reachable, absl::string_view state) {
+    SetKafkaState(state);
+    if (!reachable) SetLastError("kafka", absl::UnavailableError(state));
+  };
+}
+
 void DaemonStatus::Fill(StatusSnapshot* snapshot) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!postgres_.empty()) snapshot->postgres_state = postgres_;

@@ -8,6 +8,7 @@
 #define OUTBOX_HTTP_DAEMON_STATUS_H_
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -31,6 +32,14 @@ class DaemonStatus {
   // E.g. "connecting", "streaming from slot s", "waiting to reconnect";
   // "producing to host:9092", "no producer (no session)".
   void SetStates(absl::string_view postgres, absl::string_view kafka);
+  // The Kafka state alone, e.g. as the producer sees its brokers ("all
+  // brokers down: ...", then "producing to host:9092" again).
+  void SetKafkaState(absl::string_view kafka);
+  // A listener for KafkaOptions::on_connection_state: sets the Kafka state,
+  // and the last error ("kafka: <state>") when the brokers are unreachable.
+  // This must outlive the producer it is given to.
+  std::function<void(bool reachable, absl::string_view state)>
+  KafkaStateListener();
   // The newest error wins: "what: message" ("message" when `what` is
   // empty), dated now.
   void SetLastError(absl::string_view what, const absl::Status& error);

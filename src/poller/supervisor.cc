@@ -81,6 +81,9 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
   }
   KafkaOptions kafka{config.kafka.brokers, config.kafka.properties};
   kafka.properties.emplace("client.id", "outbox-poller");
+  if (metrics != nullptr) {
+    kafka.on_connection_state = metrics->daemon_status.KafkaStateListener();
+  }
   const StoreOptions store_options = MakeStoreOptions(config, **router);
   const PollerOptions poller_options = MakePollerOptions(config);
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;

@@ -301,6 +301,9 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     return kExitUsage;
   }
   KafkaOptions kafka = RelayKafkaOptions(config);
+  if (metrics != nullptr) {
+    kafka.on_connection_state = metrics->daemon_status().KafkaStateListener();
+  }
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
   // A relay that may create its slot remembers it (FileSlotHistory), so a

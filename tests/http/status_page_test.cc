@@ -174,5 +174,28 @@ TEST(DaemonStatusTest, FillsOnlyWhatWasSet) {
   EXPECT_EQ(s.last_error_unix_ms, clock.UnixMicros() / 1000);
 }
 
+TEST(DaemonStatusTest, KafkaListenerSetsTheStateAndAnOutageIsTheLastError) {
+  FakeClock clock;
+  DaemonStatus status(&clock);
+  status.SetStates("streaming from slot s", "producing to k:9092");
+  auto listener = status.KafkaStateListener();
+  clock.Advance(1'000'000);
+  listener(false, "all brokers down: 1/1 brokers are down");
+  StatusSnapshot s;
+  status.Fill(&s);
+  EXPECT_EQ(s.postgres_state, "streaming from slot s");
+  EXPECT_EQ(s.kafka_state, "all brokers down: 1/1 brokers are down");
+  EXPECT_EQ(s.last_error, "kafka: all brokers down: 1/1 brokers are down");
+  EXPECT_EQ(s.last_error_unix_ms, clock.UnixMicros() / 1000);
+  // Back: the state says so; the last error stays, with its time.
+  const int64_t outage_ms = clock.UnixMicros() / 1000;
+  clock.Advance(5'000'000);
+  listener(true, "producing to k:9092");
+  status.Fill(&s);
+  EXPECT_EQ(s.kafka_state, "producing to k:9092");
+  EXPECT_EQ(s.last_error, "kafka: all brokers down: 1/1 brokers are down");
+  EXPECT_EQ(s.last_error_unix_ms, outage_ms);
+}
+
 }  // namespace
 }  // namespace outbox

@@ -225,6 +225,51 @@ TEST_F(StatusPageE2ETest, RendersLiveFiguresInAHeadlessBrowser) {
   }
 }
 
+// A Kafka outage as an operator sees it: the producer's own view of its
+// brokers, and the error with its time; then the state back to producing
+// once deliveries resume.
+TEST_F(StatusPageE2ETest, ShowsAKafkaOutageAndTheRecovery) {
+  if (!std::filesystem::exists(kChromium)) {
+    GTEST_SKIP() << kChromium << " is not installed (scripts/setup.sh)";
+  }
+  StartAndFindPort();
+  WriteAndWaitDelivered(5);
+  ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
+  std::vector<Event> during;
+  std::vector<std::string> rolled_back;
+  Write(2, 5, 3, 0, &during, &rolled_back);
+  auto kafka_state = [&] {
+    auto res = client_->Get("/status.json");
+    if (!res || res->status != 200) return std::string();
+    std::smatch m;
+    std::regex_search(res->body, m, std::regex("\"kafka_state\":\"([^\"]*)\""));
+    return m.empty() ? std::string() : std::string(m[1]);
+  };
+  const bool told = WaitUntil(
+      [&] { return kafka_state().find("down") != std::string::npos; }, 60000);
+  const std::string outage = browser_->DumpDom("outage");
+  ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
+  ASSERT_TRUE(told) << kafka_state() << "\n" << relay_->Output();
+  EXPECT_THAT(ElementText(outage, "v-kafka_state"),
+              HasSubstr("all brokers down: "));
+  EXPECT_THAT(outage, Not(HasSubstr("id=\"error-card\" hidden")));
+  EXPECT_THAT(ElementText(outage, "v-last_error"),
+              HasSubstr("kafka: all brokers down: "));
+  EXPECT_THAT(ElementText(outage, "last-error-at"), HasSubstr("UTC"));
+
+  committed_.insert(committed_.end(), during.begin(), during.end());
+  WriteAndWaitDelivered(5);
+  ASSERT_TRUE(
+      WaitUntil([&] { return kafka_state().find("producing to") == 0; }, 30000))
+      << kafka_state();
+  const std::string back = browser_->DumpDom("back");
+  EXPECT_THAT(ElementText(back, "v-kafka_state"),
+              HasSubstr("producing to " + env_->kafka_brokers()));
+  // The last error stays on the page, with its time.
+  EXPECT_THAT(ElementText(back, "v-last_error"),
+              HasSubstr("kafka: all brokers down: "));
+}
+
 // The poller's page: its own figures, and nothing that is the relay's.
 TEST_F(PollerE2ETest, StatusPageShowsThePollersFigures) {
   if (!std::filesystem::exists(kChromium)) {
