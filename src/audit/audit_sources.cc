@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/progress.h"
 #include "outbox/status_macros.h"
 #include "pg/pg_connection.h"
 
@@ -83,7 +84,7 @@ std::string TopicPattern(absl::string_view topic_template) {
 
 absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     const Config& config, const std::vector<std::string>& patterns,
-    int timeout_s) {
+    int timeout_s, FILE* progress) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
   auto set = [&](const std::string& k, const std::string& v) {
@@ -121,6 +122,7 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
   rd_kafka_topic_partition_list_t* assign =
       rd_kafka_topic_partition_list_new(16);
   std::map<std::pair<std::string, int32_t>, int64_t> end;
+  int64_t total = 0;
   for (int i = 0; i < md->topic_cnt; ++i) {
     std::string topic = md->topics[i].topic;
     bool match = false;
@@ -133,6 +135,7 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
                                        10000);
       if (hi <= lo) continue;
       end[{topic, part}] = hi;
+      total += hi - lo;
       rd_kafka_topic_partition_list_add(assign, topic.c_str(), part)->offset =
           RD_KAFKA_OFFSET_BEGINNING;
     }
@@ -150,7 +153,11 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
       std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   size_t done = 0;
   std::map<std::pair<std::string, int32_t>, bool> finished;
+  // Offsets, not records: a transactional topic's commit markers take some.
+  Progress meter(progress, progress != nullptr, "reading Kafka", "records",
+                 total);
   while (done < end.size()) {
+    meter.Update(static_cast<int64_t>(out.size()));
     if (std::chrono::steady_clock::now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "read ", out.size(), " records but ", end.size() - done,
@@ -186,6 +193,7 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     }
     rd_kafka_message_destroy(m);
   }
+  meter.Finish(static_cast<int64_t>(out.size()));
   rd_kafka_consumer_close(rk);
   return out;
 }

@@ -4,6 +4,7 @@
 #ifndef OUTBOX_AUDIT_AUDIT_SOURCES_H_
 #define OUTBOX_AUDIT_AUDIT_SOURCES_H_
 
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <string>
@@ -26,10 +27,11 @@ absl::StatusOr<std::vector<CommittedEvent>> ReadCommittedEvents(
 std::string TopicPattern(absl::string_view topic_template);
 
 // Reads every record of the topics matching any pattern, from the beginning
-// up to the end offsets seen at the start, in partition order.
+// up to the end offsets seen at the start, in partition order. When
+// `progress` is not null (a terminal), draws a progress meter on it.
 absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     const Config& config, const std::vector<std::string>& patterns,
-    int timeout_s);
+    int timeout_s, FILE* progress = nullptr);
 
 }  // namespace outbox
 

@@ -16,6 +16,7 @@
 
 #include "audit/audit.h"
 #include "audit/audit_sources.h"
+#include "common/progress.h"
 #include "config/command_line.h"
 #include "config/config.h"
 
@@ -81,7 +82,10 @@ int main(int argc, char** argv) {
   for (const OutboxTable& t : config->outbox.tables) {
     patterns.push_back(TopicPattern(t.topic));
   }
-  auto records = ReadPublishedRecords(*config, patterns, timeout_s);
+  // A progress meter on a terminal only: logs and pipes stay quiet.
+  auto records =
+      ReadPublishedRecords(*config, patterns, timeout_s,
+                           Progress::IsTerminal(stderr) ? stderr : nullptr);
   if (!records.ok()) {
     fprintf(stderr, "outbox-audit: %s\n",
             std::string(records.status().message()).c_str());

@@ -28,36 +28,6 @@ const char* LevelName(Severity level, bool json) {
   return "?";
 }
 
-void AppendJsonString(std::string* out, absl::string_view s) {
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppend(out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
-
 bool NeedsQuotes(absl::string_view v) {
   if (v.empty()) return true;
   for (char c : v) {
@@ -103,6 +73,36 @@ std::string Render(bool json, absl::string_view ts, Severity level,
 }
 
 }  // namespace
+
+void AppendJsonString(std::string* out, absl::string_view s) {
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      default:
+        if (c < 0x20) {
+          absl::StrAppend(out, "\\u00", absl::Hex(c, absl::kZeroPad2));
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
 
 void SetLogFormat(bool json) { g_json = json; }
 void SetLogSeverity(Severity level) { g_level = static_cast<int>(level); }

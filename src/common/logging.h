@@ -32,6 +32,10 @@ void Log(Severity level, absl::string_view msg,
 std::string FormatLogLine(bool json, Severity level, absl::string_view msg,
                           std::initializer_list<LogField> fields);
 
+// Appends `s` as a JSON string literal (quotes, escapes, control characters
+// as \u00XX; other bytes as they are). For every JSON the daemons write.
+void AppendJsonString(std::string* out, absl::string_view s);
+
 }  // namespace outbox
 
 #endif  // OUTBOX_COMMON_LOGGING_H_

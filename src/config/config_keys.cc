@@ -289,7 +289,8 @@ std::vector<ConfigKey> BuildKeys() {
           .Min(1));
   // http
   add(Global("http.listen", G(http.listen),
-             "host:port for /metrics and /healthz; empty disables"));
+             "host:port for the status page (/), /status.json, /metrics, "
+             "/healthz and /readyz; empty disables"));
   // log
   add(Global("log.format", G(log.format), "text | json"));
   add(Global("log.level", G(log.level), "debug | info | warn | error"));

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "http/status_page.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 
@@ -50,17 +51,20 @@ struct MetricsServer::Impl {
   int port = 0;
   std::shared_ptr<prometheus::Registry> registry;
   std::function<HealthState()> health;
+  std::function<StatusSnapshot()> status;
 };
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& listen, std::shared_ptr<prometheus::Registry> registry,
-    std::function<HealthState()> health) {
+    std::function<HealthState()> health,
+    std::function<StatusSnapshot()> status) {
   std::string host;
   int port = 0;
   if (absl::Status s = SplitListen(listen, &host, &port); !s.ok()) return s;
   auto impl = std::make_unique<Impl>();
   impl->registry = std::move(registry);
   impl->health = std::move(health);
+  impl->status = std::move(status);
   Impl* p = impl.get();
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let
   // a second process bind the same port and get half the scrapes.
@@ -87,6 +91,21 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
                   HealthState h = p->health();
                   ServeHealth(h.alive && h.ready, h.detail, res);
                 });
+  if (p->status) {
+    p->server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(kStatusPageHtml, "text/html; charset=utf-8");
+    });
+    p->server.Get(
+        "/status.json", [p](const httplib::Request&, httplib::Response& res) {
+          StatusSnapshot snapshot = p->status();
+          HealthState h = p->health();
+          snapshot.alive = h.alive;
+          snapshot.ready = h.alive && h.ready;
+          snapshot.health_detail = h.detail;
+          res.set_header("Cache-Control", "no-store");
+          res.set_content(ToJson(snapshot), "application/json; charset=utf-8");
+        });
+  }
   if (port == 0) {
     p->port = p->server.bind_to_any_port(host);
     if (p->port < 0) p->port = 0;

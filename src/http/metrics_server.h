@@ -1,5 +1,8 @@
 // MetricsServer: the HTTP endpoint both relays serve (loopback by default).
 //
+//   GET /          the status page (http/status_page.h): one self-contained
+//                  HTML page that polls /status.json and draws it
+//   GET /status.json  the owner's StatusSnapshot as JSON (ToJson)
 //   GET /metrics   Prometheus text format of the registry (prometheus-cpp's
 //                  TextSerializer; never hand-formatted)
 //   GET /healthz   200 while the owner's loop is turning (alive)
@@ -8,7 +11,8 @@
 //
 // Threading: the server answers on its own threads (cpp-httplib). It only
 // reads the registry (prometheus-cpp metrics are thread safe) and calls the
-// health callback, which must be thread safe (read atomics).
+// health and status callbacks, which must be thread safe (read atomics,
+// take locks).
 #ifndef OUTBOX_HTTP_METRICS_SERVER_H_
 #define OUTBOX_HTTP_METRICS_SERVER_H_
 
@@ -17,6 +21,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "http/status_snapshot.h"
 
 namespace prometheus {
 class Registry;
@@ -34,9 +39,12 @@ class MetricsServer {
  public:
   // Binds `listen` ("host:port"; port 0 picks a free one) and starts serving.
   // InvalidArgument for a malformed address, Unavailable if it cannot bind.
+  // `status` builds the snapshot /status.json serves; without one, / and
+  // /status.json are 404.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       const std::string& listen, std::shared_ptr<prometheus::Registry> registry,
-      std::function<HealthState()> health);
+      std::function<HealthState()> health,
+      std::function<StatusSnapshot()> status = nullptr);
   ~MetricsServer();  // stops and joins the server thread
 
   int port() const;  // the bound port

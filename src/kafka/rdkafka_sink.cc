@@ -88,6 +88,8 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
         absl::StrCat("cannot create the Kafka producer: ", err));
   }
   sink->rk_ = rk;
+  sink->brokers_ = options.brokers;
+  sink->on_connection_state_ = options.on_connection_state;
   char value[32];
   size_t size = sizeof(value);
   if (rd_kafka_conf_get(rd_kafka_conf(rk), "message.max.bytes", value, &size) ==
@@ -199,6 +201,12 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
 
 void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
   --outstanding_;
+  if (connection_trouble_ && msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    connection_trouble_ = all_brokers_down_ = false;
+    if (on_connection_state_) {
+      on_connection_state_(true, absl::StrCat("producing to ", brokers_));
+    }
+  }
   if (!handler_) return;
   DeliveryReport& report = report_;
   report.status = absl::OkStatus();
@@ -257,11 +265,32 @@ void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
   handler_(report);
 }
 
-void RdKafkaSink::HandleError(int, const char*) {
+void RdKafkaSink::HandleError(int err, const char* reason) {
   // Transient errors (a broker down, ...) are retried inside librdkafka and
   // show as the relay's stall; a fatal one is read by health(), which asks
   // librdkafka directly. Having this callback keeps librdkafka from logging
-  // every transient error itself.
+  // every transient error itself. Connection errors are told for the status
+  // page, until a delivery succeeds again.
+  switch (static_cast<rd_kafka_resp_err_t>(err)) {
+    case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+      all_brokers_down_ = true;
+      break;
+    case RD_KAFKA_RESP_ERR__TRANSPORT:
+    case RD_KAFKA_RESP_ERR__RESOLVE:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR__SSL:
+      break;
+    default:
+      return;
+  }
+  connection_trouble_ = true;
+  // While all are down, each failed reconnect says why, under that name.
+  if (on_connection_state_) {
+    on_connection_state_(
+        false, absl::StrCat(all_brokers_down_ ? "all brokers down"
+                                              : "broker connection failing",
+                            ": ", reason != nullptr ? reason : ""));
+  }
 }
 
 // Unknown topic is deliberately not here: during a broker outage or while a

@@ -18,12 +18,14 @@
 #ifndef OUTBOX_KAFKA_RDKAFKA_SINK_H_
 #define OUTBOX_KAFKA_RDKAFKA_SINK_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "outbox/event_sink.h"
 
 struct rd_kafka_s;
@@ -40,6 +42,13 @@ struct KafkaOptions {
   std::string brokers;
   // librdkafka properties, passed through verbatim (TLS, SASL, batching...).
   std::map<std::string, std::string> properties;
+  // Told, on the polling thread, when the brokers become unreachable
+  // (reachable false: "all brokers down: <librdkafka's reason>", "broker
+  // connection failing: <reason>") and when a delivery succeeds again
+  // (reachable true: "producing to <brokers>"): for the status page. May be
+  // empty.
+  std::function<void(bool reachable, absl::string_view state)>
+      on_connection_state;
 };
 
 class RdKafkaSink : public EventSink {
@@ -90,6 +99,10 @@ class RdKafkaSink : public EventSink {
   int64_t outstanding_ = 0;
   int wake_[2] = {-1, -1};
   int64_t message_max_bytes_ = 0;  // the producer's, for size errors
+  std::string brokers_;
+  std::function<void(bool, absl::string_view)> on_connection_state_;
+  bool connection_trouble_ = false;  // told, and no delivery since
+  bool all_brokers_down_ = false;    // ... and librdkafka said all down
   std::map<std::string, std::string> effective_;
 };
 

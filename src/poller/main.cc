@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
     // batch waits for Kafka at most a while), ready while connected.
     const int64_t stale_us = 60'000'000 + 2 * config->poller.interval_ms * 1000;
     auto started = MetricsServer::Start(
-        config->http.listen, registry, [&metrics, stale_us] {
+        config->http.listen, registry,
+        [&metrics, stale_us] {
           HealthState h;
           int64_t last = metrics.last_turn_us.load();
           bool ready = metrics.ready.load();
@@ -51,6 +52,14 @@ int main(int argc, char** argv) {
           h.ready = ready;
           h.detail = ready ? "polling" : "connecting to PostgreSQL";
           return h;
+        },
+        [&metrics] {
+          StatusSnapshot s;
+          s.service = "outbox-poller";
+          s.version = OUTBOX_VERSION;
+          s.unix_ms = RealClock()->UnixMicros() / 1000;
+          metrics.FillStatus(&s);
+          return s;
         });
     if (!started.ok()) {
       Log(Severity::kError, std::string(started.status().message()));

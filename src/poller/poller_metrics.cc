@@ -1,5 +1,7 @@
 #include "poller/poller_metrics.h"
 
+#include <map>
+
 namespace outbox {
 namespace {
 
@@ -50,6 +52,35 @@ prometheus::Gauge& PollerMetrics::Unsent(const std::string& table) {
 
 prometheus::Gauge& PollerMetrics::OldestUnsentAge(const std::string& table) {
   return oldest_.Add({{"table", table}});
+}
+
+void PollerMetrics::FillStatus(StatusSnapshot* s) const {
+  s->events_delivered = static_cast<int64_t>(delivered.Value());
+  s->dead_lettered = static_cast<int64_t>(dead_lettered.Value());
+  s->delivery_errors = static_cast<int64_t>(failures.Value());
+  // Per table, in name order; the gauges carry the table as their label.
+  std::map<std::string, StatusSnapshot::TableBacklog> tables;
+  auto each = [&tables](const prometheus::Family<prometheus::Gauge>& family,
+                        auto set) {
+    for (const prometheus::MetricFamily& f : family.Collect()) {
+      for (const prometheus::ClientMetric& m : f.metric) {
+        for (const prometheus::ClientMetric::Label& l : m.label) {
+          if (l.name != "table") continue;
+          StatusSnapshot::TableBacklog& t = tables[l.value];
+          t.table = l.value;
+          set(t, m.gauge.value);
+        }
+      }
+    }
+  };
+  each(unsent_, [](StatusSnapshot::TableBacklog& t, double v) {
+    t.unsent_rows = static_cast<int64_t>(v);
+  });
+  each(oldest_, [](StatusSnapshot::TableBacklog& t, double v) {
+    t.oldest_unsent_age_seconds = v;
+  });
+  for (auto& [name, t] : tables) s->backlog.push_back(std::move(t));
+  daemon_status.Fill(s);
 }
 
 }  // namespace outbox

@@ -19,6 +19,9 @@
 //                                          report interval
 //   outbox_poller_connected                1 while connected to PostgreSQL
 //
+// For the status page it also keeps the connection states and the last
+// error (DaemonStatus) and fills a StatusSnapshot from the same figures.
+//
 // Lifetime: the registry must outlive this object. Threading: the poller's
 // thread writes; prometheus-cpp metrics and the atomics are safe to read
 // from the HTTP server's threads.
@@ -33,6 +36,9 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+
+#include "http/daemon_status.h"
+#include "http/status_snapshot.h"
 
 namespace outbox {
 
@@ -60,6 +66,13 @@ class PollerMetrics {
   // and whether it holds a PostgreSQL connection.
   std::atomic<int64_t> last_turn_us{0};
   std::atomic<bool> ready{false};
+
+  // Connection states and the last error. Any thread.
+  DaemonStatus daemon_status;
+
+  // Any thread: sets `s`'s poller figures (delivered, dead letters,
+  // failures, per-table backlog, states). Health is the caller's.
+  void FillStatus(StatusSnapshot* s) const;
 
  private:
   prometheus::Family<prometheus::Gauge>& unsent_;

@@ -51,6 +51,18 @@ PollerOptions MakePollerOptions(const Config& config) {
   return o;
 }
 
+// For the status page (metrics may be null): connection states and the
+// last error.
+void SetStates(PollerMetrics* metrics, absl::string_view postgres,
+               absl::string_view kafka) {
+  if (metrics != nullptr) metrics->daemon_status.SetStates(postgres, kafka);
+}
+
+void RecordError(PollerMetrics* metrics, absl::string_view what,
+                 const absl::Status& s) {
+  if (metrics != nullptr) metrics->daemon_status.SetLastError(what, s);
+}
+
 void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (!stop.load() && std::chrono::steady_clock::now() < until) {
@@ -69,18 +81,24 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
   }
   KafkaOptions kafka{config.kafka.brokers, config.kafka.properties};
   kafka.properties.emplace("client.id", "outbox-poller");
+  if (metrics != nullptr) {
+    kafka.on_connection_state = metrics->daemon_status.KafkaStateListener();
+  }
   const StoreOptions store_options = MakeStoreOptions(config, **router);
   const PollerOptions poller_options = MakePollerOptions(config);
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
   while (!stop.load()) {
+    SetStates(metrics, "connecting", kNoKafkaProducer);
     auto store = LibpqOutboxStore::Connect(store_options);
     if (!store.ok()) {
       const absl::Status& s = store.status();
+      RecordError(metrics, "", s);
       if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
         Log(Severity::kError, std::string(s.message()));
         return kExitPrecondition;
       }
+      SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
       if (s.message() != last_wait) {  // once per distinct reason
         Log(Severity::kWarn, "waiting for PostgreSQL",
             {{"reason", std::string(s.message())},
@@ -110,6 +128,10 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
          {"interval_ms", absl::StrCat(config.poller.interval_ms)},
          {"notify", config.poller.notify ? config.poller.notify_channel
                                          : std::string("off")}});
+    SetStates(
+        metrics,
+        absl::StrCat("connected (PostgreSQL ", (*store)->server_version(), ")"),
+        absl::StrCat("producing to ", config.kafka.brokers));
     if (metrics != nullptr) {
       metrics->connected.Set(1);
       metrics->ready = true;
@@ -127,6 +149,8 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
          {"failures", absl::StrCat(st.failures)},
          {"dead_lettered", absl::StrCat(st.dead_lettered)},
          {"status", s.ok() ? "ok" : std::string(s.message())}});
+    if (!s.ok()) RecordError(metrics, "session ended", s);
+    SetStates(metrics, "session ended", kNoKafkaProducer);
     if (s.ok()) return kExitOk;
     if (absl::IsFailedPrecondition(s)) {
       Log(Severity::kError, std::string(s.message()));

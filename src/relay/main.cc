@@ -38,7 +38,7 @@ outbox::HealthState Health(const outbox::RelayMetrics& metrics,
         RealClock()->NowMicros(),
         config.postgres.heartbeat_timeout_s * 1'000'000);
   }
-  h.ready = h.alive && metrics.streaming() && slot_problem.empty();
+  h.ready = h.alive && metrics.ready() && slot_problem.empty();
   if (!h.alive) {
     h.detail = absl::StrCat("relay loop has not turned for ",
                             idle_us / 1'000'000, " s");
@@ -51,6 +51,23 @@ outbox::HealthState Health(const outbox::RelayMetrics& metrics,
                             " (connecting or waiting to reconnect)");
   }
   return h;
+}
+
+// /status.json: the metrics' figures and the configured limits.
+outbox::StatusSnapshot Status(const outbox::RelayMetrics& metrics,
+                              const outbox::Config& config) {
+  using namespace outbox;
+  StatusSnapshot s;
+  s.service = "outbox-relay";
+  s.version = OUTBOX_VERSION;
+  s.unix_ms = RealClock()->UnixMicros() / 1000;
+  metrics.FillStatus(&s);
+  if (s.inflight_events.has_value()) {
+    s.max_inflight_events = config.limits.max_inflight_events;
+    s.max_inflight_bytes = config.limits.max_inflight_bytes;
+    s.max_tracked_events = config.limits.max_tracked_events;
+  }
+  return s;
 }
 
 }  // namespace
@@ -77,8 +94,9 @@ int main(int argc, char** argv) {
   if (!config->http.listen.empty()) {
     const Config& c = *config;
     RelayMetrics* m = metrics.get();
-    auto server = MetricsServer::Start(c.http.listen, metrics->registry(),
-                                       [m, &c] { return Health(*m, c); });
+    auto server = MetricsServer::Start(
+        c.http.listen, metrics->registry(), [m, &c] { return Health(*m, c); },
+        [m, &c] { return Status(*m, c); });
     if (!server.ok()) {
       Log(Severity::kError, std::string(server.status().message()));
       return kExitUsage;

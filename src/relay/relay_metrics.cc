@@ -33,8 +33,9 @@ struct RelayMetrics::WalStatusGauges {
   prometheus::Gauge* by_status[std::size(kWalStatuses)];
 };
 
-RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry)
-    : registry_(std::move(registry)) {
+RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
+                           const Clock* clock)
+    : registry_(std::move(registry)), clock_(clock) {
   prometheus::Registry& r = *registry_;
   delivery_errors_ = NewCounter(
       r, "outbox_relay_delivery_errors_total",
@@ -82,6 +83,13 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry)
                "(pg_replication_slots.safe_wal_size); NaN when unlimited.");
   slot_active_ = NewGauge(r, "outbox_relay_slot_active",
                           "1 while a process streams from the slot.");
+  ready_ = NewGauge(r, "outbox_relay_ready",
+                    "1 while the relay streams from a usable slot with a "
+                    "healthy producer (/readyz, less the liveness check).");
+  last_turn_timestamp_ =
+      NewGauge(r, "outbox_relay_last_turn_timestamp_seconds",
+               "Unix time of the relay loop's (or, between sessions, the "
+               "supervisor's) last turn; /healthz fails when it stops moving.");
   slot_safe_wal_size_->Set(std::numeric_limits<double>::quiet_NaN());
   failover_ready_ = NewGauge(
       r, "outbox_relay_failover_ready",
@@ -173,6 +181,7 @@ void RelayMetrics::Flush() {
     for (auto& [name, c] : topics_) {
       if (c.pending_events == 0) continue;
       c.events->Increment(static_cast<double>(c.pending_events));
+      delivered_total_.fetch_add(c.pending_events, std::memory_order_relaxed);
       c.bytes->Increment(static_cast<double>(c.pending_bytes));
       c.pending_events = c.pending_bytes = 0;
     }
@@ -193,6 +202,8 @@ void RelayMetrics::OnDeadLettered() { dead_lettered_->Increment(); }
 void RelayMetrics::SetPosition(Lsn received, Lsn confirmed,
                                int64_t inflight_events, int64_t inflight_bytes,
                                double lag_seconds) {
+  received_.store(received, std::memory_order_relaxed);
+  confirmed_.store(confirmed, std::memory_order_relaxed);
   received_lsn_->Set(static_cast<double>(received));
   confirmed_lsn_->Set(static_cast<double>(confirmed));
   lag_bytes_->Set(
@@ -227,12 +238,14 @@ void RelayMetrics::SetSlot(const SlotStatus& slot) {
         "still needed): events committed after ",
         FormatLsn(slot.confirmed_flush_lsn), " are in no slot");
   }
-  std::lock_guard<std::mutex> lock(slot_problem_mu_);
+  std::lock_guard<std::mutex> lock(health_mu_);
   slot_problem_ = std::move(problem);
+  slot_ = slot;
+  UpdateReadyLocked();
 }
 
 std::string RelayMetrics::slot_problem() const {
-  std::lock_guard<std::mutex> lock(slot_problem_mu_);
+  std::lock_guard<std::mutex> lock(health_mu_);
   return slot_problem_;
 }
 
@@ -274,12 +287,70 @@ std::string RelayMetrics::heartbeat_problem(int64_t now_us,
       timeout_us / 1'000'000, ")");
 }
 
+void RelayMetrics::Heartbeat(int64_t now_us) {
+  last_turn_us_.store(now_us, std::memory_order_relaxed);
+  last_turn_timestamp_->Set(static_cast<double>(clock_->UnixMicros()) / 1e6);
+}
+
+void RelayMetrics::SetStreaming(bool streaming) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  streaming_.store(streaming, std::memory_order_relaxed);
+  UpdateReadyLocked();
+}
+
+bool RelayMetrics::ready() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return streaming() && slot_problem_.empty();
+}
+
+void RelayMetrics::UpdateReadyLocked() {
+  ready_->Set(streaming() && slot_problem_.empty() ? 1 : 0);
+}
+
 void RelayMetrics::OnSlotMonitorError() { slot_monitor_errors_->Increment(); }
 
 void RelayMetrics::SetFailoverProblems(std::optional<size_t> problems) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   failover_ready_->Set(problems ? (*problems == 0 ? 1 : 0) : kNaN);
   failover_problems_->Set(problems ? static_cast<double>(*problems) : kNaN);
+}
+
+void RelayMetrics::FillStatus(StatusSnapshot* s) const {
+  const auto whole = [](const prometheus::Gauge* g) {
+    return static_cast<int64_t>(g->Value());
+  };
+  s->events_delivered = delivered_total_.load(std::memory_order_relaxed);
+  prometheus::ClientMetric latency = latency_->Collect();
+  s->latency_count = static_cast<int64_t>(latency.histogram.sample_count);
+  s->latency_sum_seconds = latency.histogram.sample_sum;
+  const Lsn received = received_.load(std::memory_order_relaxed);
+  const Lsn confirmed = confirmed_.load(std::memory_order_relaxed);
+  // Before the first session's first turn there is no position to show.
+  if (received != kInvalidLsn || confirmed != kInvalidLsn) {
+    s->received_lsn = FormatLsn(received);
+    s->confirmed_lsn = FormatLsn(confirmed);
+    s->lag_bytes = whole(lag_bytes_);
+    s->lag_seconds = lag_seconds_->Value();
+    s->inflight_events = whole(inflight_events_);
+    s->inflight_bytes = whole(inflight_bytes_);
+    s->tracked_events = whole(tracked_events_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    if (slot_.has_value()) {
+      s->slot_name = slot_->slot_name;
+      if (!slot_->wal_status.empty()) s->slot_wal_status = slot_->wal_status;
+      s->slot_retained_wal_bytes = slot_->retained_bytes;
+      if (slot_->safe_wal_size) {
+        s->slot_safe_wal_size_bytes = *slot_->safe_wal_size;
+      }
+      s->slot_active = slot_->active;
+    }
+  }
+  s->dead_lettered = static_cast<int64_t>(dead_lettered_->Value());
+  s->delivery_errors = static_cast<int64_t>(delivery_errors_->Value());
+  s->reconnects = static_cast<int64_t>(reconnects_->Value());
+  daemon_status_.Fill(s);
 }
 
 }  // namespace outbox

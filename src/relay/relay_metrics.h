@@ -49,6 +49,19 @@
 //                                                (NaN: none yet)
 //   outbox_relay_heartbeat_age_seconds           since the last heartbeat
 //                                                came back (NaN: none yet)
+//   outbox_relay_ready                           1 while streaming from a
+//                                                usable slot (what /readyz
+//                                                says, less the liveness
+//                                                part: see the next one)
+//   outbox_relay_last_turn_timestamp_seconds     Unix time of the last turn
+//                                                of the relay loop or of the
+//                                                supervisor between sessions
+//                                                (Heartbeat); alert rules
+//                                                compare it with time()
+//
+// Besides the registry it keeps what the status page needs and no metric
+// holds (DaemonStatus: connection states, the last error; the slot's name)
+// and fills a StatusSnapshot from the same figures (FillStatus).
 //
 // Cost: per delivery the relay thread only adds to plain counters (a hash
 // lookup in its per-topic map, a bucket search for the latency); Flush(),
@@ -68,6 +81,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "http/daemon_status.h"
+#include "http/status_snapshot.h"
+#include "outbox/clock.h"
 #include "outbox/lsn.h"
 #include "pg/slot_monitor.h"
 
@@ -84,7 +100,9 @@ namespace outbox {
 
 class RelayMetrics {
  public:
-  explicit RelayMetrics(std::shared_ptr<prometheus::Registry> registry);
+  // `clock` (wall time for the heartbeat timestamp) must outlive this.
+  explicit RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
+                        const Clock* clock = RealClock());
   ~RelayMetrics();
   RelayMetrics(const RelayMetrics&) = delete;
   RelayMetrics& operator=(const RelayMetrics&) = delete;
@@ -135,14 +153,11 @@ class RelayMetrics {
   // delays heartbeats, but delivers). /readyz fails with it.
   std::string heartbeat_problem(int64_t now_us, int64_t timeout_us) const;
 
-  // Health: the loop's last turn (monotonic microseconds) and whether a
-  // session holds the slot with a healthy producer.
-  void Heartbeat(int64_t now_us) {
-    last_turn_us_.store(now_us, std::memory_order_relaxed);
-  }
-  void SetStreaming(bool streaming) {
-    streaming_.store(streaming, std::memory_order_relaxed);
-  }
+  // Health: the loop's last turn (monotonic microseconds; the exported
+  // timestamp is the metrics clock's wall time) and whether a session holds
+  // the slot with a healthy producer.
+  void Heartbeat(int64_t now_us);
+  void SetStreaming(bool streaming);
   int64_t last_turn_us() const {
     return last_turn_us_.load(std::memory_order_relaxed);
   }
@@ -151,6 +166,16 @@ class RelayMetrics {
   // SetSlot(): its wal_status is 'lost' (invalidated: the server removed
   // WAL it needed). "" while the slot is usable. /readyz fails with it.
   std::string slot_problem() const;
+  // Streaming from a slot without a problem: outbox_relay_ready.
+  bool ready() const;
+
+  // Connection states and the last error, for the status page. Any thread.
+  DaemonStatus& daemon_status() { return daemon_status_; }
+
+  // Any thread: sets `s`'s relay figures (positions, lag, window use, slot,
+  // counters, states) from the metrics' current values. Limits and health
+  // are the caller's.
+  void FillStatus(StatusSnapshot* s) const;
 
  private:
   struct TopicCounters {
@@ -188,6 +213,9 @@ class RelayMetrics {
   std::atomic<int64_t> heartbeat_pending_since_us_{0};
   std::atomic<int64_t> last_heartbeat_returned_us_{0};
   std::atomic<int64_t> last_stream_data_us_{0};
+  prometheus::Gauge* ready_;
+  prometheus::Gauge* last_turn_timestamp_;
+  const Clock* clock_;
   prometheus::Histogram* latency_;
   prometheus::Family<prometheus::Counter>* events_family_;
   prometheus::Family<prometheus::Counter>* bytes_family_;
@@ -199,10 +227,22 @@ class RelayMetrics {
   std::vector<double> latency_pending_;  // per bucket, +Inf last
   double latency_pending_sum_ = 0;
   bool latency_is_pending_ = false;
+  // Copies of figures the registry holds in forms that lose them (LSNs as
+  // doubles, the per-topic counters), for FillStatus().
+  std::atomic<int64_t> delivered_total_{0};
+  std::atomic<uint64_t> received_{0};
+  std::atomic<uint64_t> confirmed_{0};
   std::atomic<int64_t> last_turn_us_{0};
   std::atomic<bool> streaming_{false};
-  mutable std::mutex slot_problem_mu_;
-  std::string slot_problem_ ABSL_GUARDED_BY(slot_problem_mu_);
+  // Guards the slot problem and the slot's last status, and orders the ready
+  // gauge's updates from the supervisor (SetStreaming) and slot monitor
+  // (SetSlot) threads.
+  mutable std::mutex health_mu_;
+  std::string slot_problem_ ABSL_GUARDED_BY(health_mu_);
+  std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(health_mu_);
+  DaemonStatus daemon_status_;
+
+  void UpdateReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 };
 
 }  // namespace outbox

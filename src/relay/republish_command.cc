@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "audit/audit.h"
 #include "audit/audit_sources.h"
+#include "common/progress.h"
 #include "daemon/exit_code.h"
 #include "kafka/rdkafka_sink.h"
 #include "outbox/status_macros.h"
@@ -149,10 +150,15 @@ struct Outcome {
   }
 };
 
-// Produces the events at `missing` in order and waits for every report.
+// Produces the events at `missing` in order and waits for every report,
+// drawing a progress meter on `progress` unless it is null.
 Outcome Produce(const Config& config, const RowsInRange& rows,
-                const std::vector<size_t>& missing, const Router& router) {
+                const std::vector<size_t>& missing, const Router& router,
+                FILE* progress) {
   Outcome outcome;
+  Progress meter(progress, progress != nullptr, "re-publishing", "events",
+                 static_cast<int64_t>(missing.size()));
+  auto reported = [&] { return outcome.delivered + outcome.failed; };
   absl::StatusOr<std::unique_ptr<RdKafkaSink>> created =
       RdKafkaSink::Create(RelayKafkaOptions(config));
   if (!created.ok()) {
@@ -186,6 +192,7 @@ Outcome Produce(const Config& config, const RowsInRange& rows,
     }
     if (!s.ok()) outcome.Fail(rows.events[i].id, s.message());
     sink.Poll(0);
+    meter.Update(reported());
   }
   // Every report, as long as they keep coming: a round of
   // kafka.flush_timeout_ms without one gives up on the rest.
@@ -193,6 +200,7 @@ Outcome Produce(const Config& config, const RowsInRange& rows,
   while (sink.outstanding() > 0 && sink.outstanding() < before) {
     before = sink.outstanding();
     sink.Flush(static_cast<int>(config.kafka.flush_timeout_ms)).IgnoreError();
+    meter.Update(reported());
   }
   if (sink.outstanding() > 0) {
     const int64_t lost = sink.outstanding();
@@ -203,6 +211,7 @@ Outcome Produce(const Config& config, const RowsInRange& rows,
           config.kafka.flush_timeout_ms, " ms (kafka.flush_timeout_ms)");
     }
   }
+  meter.Finish(reported());
   return outcome;
 }
 
@@ -252,8 +261,10 @@ int RunRepublishCommand(const Config& config,
       ReadRows(db->get(), config, **router, options);
   if (!rows.ok()) return fail(rows.status());
   db->reset();
-  absl::StatusOr<std::vector<PublishedRecord>> records =
-      ReadPublishedRecords(config, TopicPatterns(config), options.timeout_s);
+  // Progress meters on a terminal only: logs and pipes stay quiet.
+  FILE* progress = Progress::IsTerminal(err) ? err : nullptr;
+  absl::StatusOr<std::vector<PublishedRecord>> records = ReadPublishedRecords(
+      config, TopicPatterns(config), options.timeout_s, progress);
   if (!records.ok()) {
     return fail(absl::Status(
         records.status().code(),
@@ -280,7 +291,7 @@ int RunRepublishCommand(const Config& config,
                 .c_str());
     return kExitOk;
   }
-  Outcome outcome = Produce(config, *rows, missing, **router);
+  Outcome outcome = Produce(config, *rows, missing, **router, progress);
   fprintf(out, "re-published        %lld\n",
           static_cast<long long>(outcome.delivered));
   fprintf(out, "failed              %lld\n",

@@ -128,6 +128,18 @@ constexpr std::chrono::milliseconds kSlotMonitorTick{500};
 constexpr std::chrono::seconds kFailoverCheckInterval{60};
 constexpr std::chrono::seconds kFailoverRecheckInterval{10};
 
+// For the status page: what went wrong last, when (metrics may be null).
+void RecordError(RelayMetrics* metrics, absl::string_view what,
+                 const absl::Status& s) {
+  if (metrics != nullptr) metrics->daemon_status().SetLastError(what, s);
+}
+
+// For the status page: the PostgreSQL and Kafka connection states.
+void SetStates(RelayMetrics* metrics, absl::string_view postgres,
+               absl::string_view kafka) {
+  if (metrics != nullptr) metrics->daemon_status().SetStates(postgres, kafka);
+}
+
 absl::StatusOr<std::unique_ptr<FileSlotHistory>> OpenHistory(
     const Config& config) {
   std::string dir = config.postgres.state_dir;
@@ -261,6 +273,7 @@ class SlotMonitorThread {
   void Failed(const absl::Status& s,
               absl::string_view what = "cannot query the replication slot") {
     if (metrics_ != nullptr) metrics_->OnSlotMonitorError();
+    RecordError(metrics_, what, s);
     if (s.message() == last_error_) return;
     last_error_ = std::string(s.message());
     Log(Severity::kWarn, what, {{"slot", slot_}, {"error", last_error_}});
@@ -318,6 +331,9 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     message_router = std::move(*m);
   }
   KafkaOptions kafka = RelayKafkaOptions(config);
+  if (metrics != nullptr) {
+    kafka.on_connection_state = metrics->daemon_status().KafkaStateListener();
+  }
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
   // A relay that may create its slot remembers it (FileSlotHistory), so a
@@ -357,14 +373,18 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   }
   while (!stop.load()) {
     if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
+    SetStates(metrics, "connecting", kNoKafkaProducer);
     auto stream = LibpqReplicationStream::Connect(
         StreamOptions(config, **router, plugin->get(), history.get()));
     if (!stream.ok()) {
       const absl::Status& s = stream.status();
+      RecordError(metrics, "", s);
       if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
+        SetStates(metrics, "refused (exiting)", kNoKafkaProducer);
         Log(Severity::kError, std::string(s.message()));
         return kExitPrecondition;
       }
+      SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
       // Say it once per distinct reason, not every retry.
       if (s.message() != last_wait) {
         Log(Severity::kWarn, "waiting for PostgreSQL",
@@ -411,6 +431,10 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
          {"start_lsn", FormatLsn(server.slot_confirmed_flush)},
          {"kafka", config.kafka.brokers},
          {"mapping", Mapping(config)}});
+    SetStates(metrics,
+              absl::StrCat("streaming from slot ", config.postgres.slot,
+                           " (PostgreSQL ", server.version, ")"),
+              absl::StrCat("producing to ", config.kafka.brokers));
     std::unique_ptr<Decoder> decoder = (*plugin)->NewDecoder();
     RelayOptions pipeline = PipelineOptions(config);
     pipeline.message_router = message_router.get();
@@ -424,6 +448,8 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
         {{"delivered", absl::StrCat(st.events_delivered)},
          {"confirmed_lsn", FormatLsn(st.confirmed)},
          {"status", s.ok() ? "ok" : std::string(s.message())}});
+    if (!s.ok()) RecordError(metrics, "session ended", s);
+    SetStates(metrics, "session ended", kNoKafkaProducer);
     if (history != nullptr && st.confirmed != kInvalidLsn) {
       // Everything up to it is in Kafka: if the slot is lost later, the
       // events after it are the ones to re-publish.
@@ -450,6 +476,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     if (st.events_delivered > 0 || st.status_updates > 1) {
       backoff = config.postgres.reconnect_backoff_initial_ms;
     }
+    SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
     SleepUnlessStopped(backoff, stop, metrics);
     backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
   }

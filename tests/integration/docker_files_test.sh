@@ -108,5 +108,60 @@ grep -q "127.0.0.1:$port/healthz" docker/Dockerfile || fail "HEALTHCHECK not on 
 grep -q "\"127.0.0.1:$port:$port\"" "$compose" || fail "compose.yaml does not publish $port"
 grep -q "^USER [1-9]" docker/Dockerfile || fail "runtime stage is not non-root"
 
+# 8. Prometheus and Grafana: the services exist and mount what they read.
+# The block of one service in compose.yaml (to the next top-level key).
+service() { sed -n "/^  $1:\$/,/^  [a-z-]*:\$/p" "$compose" | sed '$d'; }
+for svc in prometheus grafana; do
+  grep -q "^  $svc:\$" "$compose" || fail "compose.yaml has no $svc service"
+done
+prom=$(service prometheus)
+graf=$(service grafana)
+# The image runs the version the tests run (Debian's prometheus).
+if command -v prometheus >/dev/null; then
+  pver=$(prometheus --version 2>&1 | sed -n 's/^prometheus, version \([0-9.]*\).*/\1/p')
+  grep -q "image: prom/prometheus:v$pver\$" <<<"$prom" ||
+    fail "prometheus image is not v$pver (the version the tests run)"
+fi
+grep -q 'image: grafana/grafana:[0-9]' <<<"$graf" || fail "grafana image tag not pinned"
+pyml=docker/prometheus/prometheus.yml
+rules=docker/prometheus/outbox-relay.rules.yml
+# Each rule file prometheus.yml loads is mounted at that path from docker/.
+while read -r rf; do
+  grep -qE -- "- \./prometheus/[^:]+:$rf(:ro)?\$" <<<"$prom" ||
+    fail "prometheus.yml loads $rf, which the prometheus service does not mount"
+done < <(sed -n '/^rule_files:/,/^[a-z]/s/^ *- *//p' "$pyml")
+grep -qE -- "- \./prometheus/prometheus.yml:/etc/prometheus/prometheus.yml" <<<"$prom" ||
+  fail "prometheus service does not mount prometheus.yml"
+grep -q "relay:$port" "$pyml" || fail "prometheus.yml does not scrape relay:$port"
+grep -q 'job_name: outbox-relay$' "$pyml" ||
+  fail "prometheus.yml's job is not outbox-relay (OutboxRelayDown selects it)"
+grep -q 'up{job="outbox-relay"}' "$rules" || fail "$rules: no up{job=\"outbox-relay\"}"
+# Grafana: provisioning and dashboards mounted where the provider looks,
+# the datasource is the prometheus service, the dashboard uses its uid.
+gp=docker/grafana/provisioning
+grep -qE -- "- \./grafana/provisioning:/etc/grafana/provisioning(:ro)?\$" <<<"$graf" ||
+  fail "grafana service does not mount grafana/provisioning"
+dpath=$(sed -n 's/^ *path: *//p' $gp/dashboards/*.yml)
+grep -qE -- "- \./grafana/dashboards:$dpath(:ro)?\$" <<<"$graf" ||
+  fail "grafana service does not mount grafana/dashboards at $dpath (the provider's path)"
+ppport=$(grep -o '127.0.0.1:[0-9]*:9090' <<<"$prom" | head -1)
+[ -n "$ppport" ] || fail "prometheus service does not publish 9090"
+grep -q 'url: http://prometheus:9090$' $gp/datasources/*.yml ||
+  fail "grafana datasource is not http://prometheus:9090"
+uid=$(sed -n 's/^ *uid: *//p' $gp/datasources/*.yml)
+for dash in docker/grafana/dashboards/*.json; do
+  python3 - "$dash" "$uid" <<'PY' || fail "$dash: see above"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = [p["title"] for p in d["panels"]
+       if p["datasource"]["uid"] != sys.argv[2] or not p["targets"]
+       or any(t["datasource"]["uid"] != sys.argv[2] or not t["expr"]
+              for t in p["targets"])]
+if bad:
+    print("panels without a query on datasource %s: %s" % (sys.argv[2], bad))
+    sys.exit(1)
+PY
+done
+
 if [ $fails -gt 0 ]; then echo "$fails problem(s)"; exit 1; fi
 echo "docker files consistent"

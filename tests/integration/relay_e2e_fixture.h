@@ -245,9 +245,10 @@ class RelayE2ETest : public ::testing::Test {
 
   // outbox-audit, the product's own check, on this test's table and topic
   // against the fixture's PostgreSQL and Kafka, with `extra` arguments.
-  // Returns its exit code; *output gets what it printed.
-  int RunOutboxAudit(const std::vector<std::string>& extra,
-                     std::string* output) {
+  // Returns its exit code; *output gets what it printed. `terminal`: run
+  // it at a pseudo-terminal.
+  int RunOutboxAudit(const std::vector<std::string>& extra, std::string* output,
+                     bool terminal = false) {
     std::vector<std::string> args = {BinaryPath("outbox-audit"),
                                      "--pg",
                                      pg_conninfo_,
@@ -258,7 +259,10 @@ class RelayE2ETest : public ::testing::Test {
                                      "--topic",
                                      topic_};
     args.insert(args.end(), extra.begin(), extra.end());
-    auto audit = Process::Start(args, dir_ + "/audit.log");
+    if (terminal) args = AtATerminal(args);
+    // A log of its own per run: the output is this run's only.
+    auto audit = Process::Start(
+        args, absl::StrCat(dir_, "/audit-", ++audit_runs_, ".log"));
     int code = audit->Wait(180000);
     *output = audit->Output();
     return code;
@@ -344,6 +348,7 @@ class RelayE2ETest : public ::testing::Test {
   const TestEnv* env_;
   std::unique_ptr<PgConn> db_;
   std::string table_, slot_, aggtype_, topic_, dir_;
+  int audit_runs_ = 0;
   std::string pg_conninfo_;
   std::vector<std::string> extra_relay_args_;  // appended by RelayArgs()
   std::unique_ptr<Process> relay_;

@@ -10,6 +10,7 @@ namespace outbox::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class RepublishTest : public RelayE2ETest {
  protected:
@@ -22,11 +23,14 @@ class RepublishTest : public RelayE2ETest {
   }
 
   // Runs `outbox-relay republish` with the relay's configuration and
-  // `extra`; returns its exit code, its output in *output.
-  int Republish(const std::vector<std::string>& extra, std::string* output) {
+  // `extra`; returns its exit code, its output in *output. `terminal`: run
+  // it at a pseudo-terminal.
+  int Republish(const std::vector<std::string>& extra, std::string* output,
+                bool terminal = false) {
     std::vector<std::string> args = RelayArgs();
     args.insert(args.begin() + 1, "republish");
     args.insert(args.end(), extra.begin(), extra.end());
+    if (terminal) args = AtATerminal(args);
     // A log of its own per run: the output is this run's only.
     auto p = Process::Start(args,
                             absl::StrCat(dir_, "/republish-", ++runs_, ".log"));
@@ -200,6 +204,40 @@ TEST_F(RepublishTest, AnUndeliveredEventIsAFailure) {
   EXPECT_THAT(out, HasSubstr("outbox-relay republish: 1 of 1 missing events "
                              "were not delivered (first: " +
                              huge + ": "));
+}
+
+// Long work shows its progress and an estimate to a person at a terminal,
+// and nothing at all in a log (issue 16).
+TEST_F(RepublishTest, ShowsProgressAtATerminalAndNothingInALog) {
+  // Committed, never published: no relay runs.
+  std::vector<Event> events;
+  Write(1, 300, 5, 0, &events, &rolled_back_);
+  const std::string n = absl::StrCat(events.size());
+  ASSERT_GT(events.size(), 300u);
+
+  std::string log;
+  ASSERT_EQ(Republish({"--all", "--dry-run"}, &log), 0) << log;
+  EXPECT_THAT(log, HasSubstr("would re-publish    " + n));
+  EXPECT_EQ(log.find('\r'), std::string::npos) << log;
+
+  std::string terminal;
+  ASSERT_EQ(Republish({"--all"}, &terminal, /*terminal=*/true), 0) << terminal;
+  // Redrawn in place (a carriage return before each drawing), ending at the
+  // count and a newline.
+  EXPECT_THAT(terminal, HasSubstr("\rre-publishing: "));
+  EXPECT_THAT(terminal,
+              HasSubstr("re-publishing: " + n + "/" + n + " events (100%)"));
+  EXPECT_THAT(terminal, HasSubstr("re-published        " + n));
+
+  std::string audit;
+  ASSERT_EQ(RunOutboxAudit({}, &audit, /*terminal=*/true), 0) << audit;
+  EXPECT_THAT(audit, HasSubstr("\rreading Kafka: "));
+  EXPECT_THAT(audit,
+              HasSubstr("reading Kafka: " + n + "/" + n + " records (100%)"));
+  ASSERT_EQ(RunOutboxAudit({}, &audit), 0) << audit;
+  EXPECT_THAT(audit, HasSubstr("PASS"));
+  EXPECT_EQ(audit.find('\r'), std::string::npos) << audit;
+  EXPECT_THAT(audit, Not(HasSubstr("reading Kafka")));
 }
 
 }  // namespace

@@ -302,6 +302,19 @@ std::string Process::Output() const {
   return ss.str();
 }
 
+std::vector<std::string> AtATerminal(const std::vector<std::string>& argv) {
+  // script -c takes one shell command: quote each word ('...', with ' as
+  // '\'').
+  std::vector<std::string> words;
+  for (const std::string& a : argv) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    words.push_back(q + "'");
+  }
+  // -q: no banner; -e: its exit code; -f: flush as it goes.
+  return {"/usr/bin/script", "-qefc", absl::StrJoin(words, " "), "/dev/null"};
+}
+
 std::string BinaryPath(const std::string& name) {
   const char* dir = std::getenv("OUTBOX_BIN_DIR");
   return absl::StrCat(dir ? dir : ".", "/", name);

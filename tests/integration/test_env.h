@@ -103,6 +103,10 @@ class Process {
   std::string log_path_;
 };
 
+// argv run at a pseudo-terminal (util-linux `script`), as a person at a
+// shell would; its output, terminal escapes and all, goes where Process
+// sends it.
+std::vector<std::string> AtATerminal(const std::vector<std::string>& argv);
 // $OUTBOX_BIN_DIR/name (the built binaries).
 std::string BinaryPath(const std::string& name);
 // A fresh temporary directory.

@@ -230,7 +230,7 @@ class RelayMetricsTest : public RelayTest {
  protected:
   RelayMetricsTest() {
     registry_ = std::make_shared<prometheus::Registry>();
-    metrics_ = std::make_unique<RelayMetrics>(registry_);
+    metrics_ = std::make_unique<RelayMetrics>(registry_, &clock_);
   }
   double Get(const std::string& name,
              const std::map<std::string, std::string>& labels = {}) {

@@ -137,5 +137,91 @@ TEST_F(RelayMetricsTest, FailoverReadinessGaugeNeverTouchesReadiness) {
   EXPECT_EQ(Get("outbox_relay_failover_problems"), 0);
 }
 
+// The status page's snapshot carries the same figures as the registry.
+TEST_F(RelayMetricsTest, StatusSnapshotHoldsTheRegistrysFigures) {
+  StatusSnapshot before;
+  metrics_->FillStatus(&before);
+  EXPECT_EQ(before.events_delivered, 0);
+  // No session has turned yet: no position, no window, no slot.
+  EXPECT_FALSE(before.confirmed_lsn.has_value());
+  EXPECT_FALSE(before.inflight_events.has_value());
+  EXPECT_FALSE(before.slot_wal_status.has_value());
+  EXPECT_FALSE(before.last_error.has_value());
+
+  options_.dead_letter = true;
+  script_.Txn(3, /*null_key=*/1);  // one poison row -> dead letter
+  script_.Txn(2);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  SlotStatus slot;
+  slot.slot_name = "outbox_relay";
+  slot.wal_status = "extended";
+  slot.retained_bytes = 123456;
+  slot.active = true;
+  metrics_->SetSlot(slot);
+  metrics_->OnReconnect();
+  metrics_->daemon_status().SetStates("streaming", "producing to k:9092");
+  metrics_->daemon_status().SetLastError("session ended",
+                                         absl::UnavailableError("gone"));
+
+  StatusSnapshot s;
+  metrics_->FillStatus(&s);
+  EXPECT_EQ(s.events_delivered, 5);  // dead letter included, as the counter
+  EXPECT_EQ(s.dead_lettered, Get("outbox_relay_dead_lettered_total"));
+  EXPECT_EQ(s.dead_lettered, 1);
+  EXPECT_EQ(s.latency_count, 5);
+  EXPECT_EQ(s.confirmed_lsn, FormatLsn(script_.last_end()));
+  EXPECT_EQ(s.lag_bytes, 0);
+  EXPECT_EQ(s.inflight_events, 0);
+  EXPECT_EQ(s.slot_name, "outbox_relay");
+  EXPECT_EQ(s.slot_wal_status, "extended");
+  EXPECT_EQ(s.slot_retained_wal_bytes, 123456);
+  EXPECT_EQ(s.slot_active, true);
+  EXPECT_FALSE(s.slot_safe_wal_size_bytes.has_value());  // unlimited
+  EXPECT_EQ(s.reconnects, 1);
+  EXPECT_EQ(s.postgres_state, "streaming");
+  EXPECT_EQ(s.kafka_state, "producing to k:9092");
+  EXPECT_EQ(s.last_error, "session ended: gone");
+  EXPECT_TRUE(s.backlog.empty());  // a poller figure
+}
+
+TEST_F(RelayMetricsTest, ReadyWhileStreamingFromAUsableSlot) {
+  EXPECT_EQ(Get("outbox_relay_ready"), 0);  // not started yet
+  double ready_while_running = -1;
+  script_.Txn(1);
+  ASSERT_TRUE(Run([&] {
+                DeliverAll();
+                ready_while_running = Get("outbox_relay_ready");
+              }).ok());
+  EXPECT_EQ(ready_while_running, 1);
+  EXPECT_EQ(Get("outbox_relay_ready"), 0);  // the session ended
+  metrics_->SetStreaming(true);
+  EXPECT_EQ(Get("outbox_relay_ready"), 1);
+  SlotStatus slot;
+  slot.slot_name = "outbox_relay";
+  slot.wal_status = "lost";
+  metrics_->SetSlot(slot);
+  EXPECT_EQ(Get("outbox_relay_ready"), 0);
+  EXPECT_FALSE(metrics_->ready());
+  slot.wal_status = "unreserved";
+  metrics_->SetSlot(slot);
+  EXPECT_EQ(Get("outbox_relay_ready"), 1);
+  EXPECT_TRUE(metrics_->ready());
+}
+
+TEST_F(RelayMetricsTest, HeartbeatExportsTheWallClockOfTheLastTurn) {
+  EXPECT_EQ(Get("outbox_relay_last_turn_timestamp_seconds"), 0);
+  script_.Txn(1);
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  // The loop's turns moved it: some wall time during the run.
+  EXPECT_GT(Get("outbox_relay_last_turn_timestamp_seconds"), 1.7e9);
+  EXPECT_LE(Get("outbox_relay_last_turn_timestamp_seconds"),
+            static_cast<double>(clock_.UnixMicros()) / 1e6);
+  clock_.Advance(7'000'000);
+  metrics_->Heartbeat(clock_.NowMicros());
+  EXPECT_EQ(metrics_->last_turn_us(), clock_.NowMicros());
+  EXPECT_EQ(Get("outbox_relay_last_turn_timestamp_seconds"),
+            static_cast<double>(clock_.UnixMicros()) / 1e6);
+}
+
 }  // namespace
 }  // namespace outbox::testing
