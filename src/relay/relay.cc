@@ -48,7 +48,7 @@ std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
 
 Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
              Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
-             Lsn start, RelayMetrics* metrics)
+             Lsn start, RelayMetrics* metrics, CommitPolicy* policy)
     : options_(options),
       stream_(stream),
       decoder_(decoder),
@@ -56,6 +56,7 @@ Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
       sink_(sink),
       clock_(clock),
       tracker_(start),
+      policy_(policy != nullptr ? policy : &ack_policy_),
       metrics_(metrics) {
   stats_.confirmed = start;
   stats_.received = start;
@@ -78,6 +79,7 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
   last_progress_us_ = last_status_us_;
   StreamMessage msg;
   while (!stop.load(std::memory_order_relaxed)) {
+    turn_now_us_ = clock_->NowMicros();
     if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
     sink_->Poll(0);
     if (!delivery_error_.ok()) return Shutdown(delivery_error_);
@@ -168,6 +170,7 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
       in_transaction_ = true;
       txn_commit_time_us_ = change_.commit_time_us;
       txn_has_events_ = false;
+      policy_->OnBegin(change_.lsn);
       return tracker_.Begin(change_.commit_time_us);
     case Change::Kind::kCommit:
       if (!in_transaction_) {
@@ -179,7 +182,8 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
       ++stats_.transactions;
       stats_.received = std::max(stats_.received, change_.end_lsn);
       if (txn_has_events_) txn_times_.back().end_lsn = change_.end_lsn;
-      return tracker_.Commit(change_.end_lsn);
+      RETURN_IF_ERROR(tracker_.Commit(change_.end_lsn));
+      return policy_->OnCommit(change_.end_lsn, turn_now_us_);
     case Change::Kind::kInsert:
       if (!in_transaction_) {
         return absl::DataLossError(absl::StrCat(
@@ -196,6 +200,9 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
 }
 
 absl::Status Relay::HandleInsert(const StreamMessage& msg) {
+  // Dropped events (published before, per the policy) are never tracked.
+  ASSIGN_OR_RETURN(bool admitted, policy_->Admit(turn_now_us_));
+  if (!admitted) return absl::OkStatus();
   ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
   if (!txn_has_events_) {
     txn_has_events_ = true;
@@ -347,7 +354,8 @@ absl::Status Relay::DeadLetterFailedDeliveries() {
 
 absl::Status Relay::MaybeSendStatus(bool force) {
   int64_t now = clock_->NowMicros();
-  Lsn confirmed = tracker_.confirmed();
+  ASSIGN_OR_RETURN(Lsn confirmed,
+                   policy_->Confirmable(tracker_.confirmed(), now));
   int64_t since = now - last_status_us_;
   bool due = force || reply_requested_ ||
              since >= int64_t{options_.status_interval_ms} * 1000 ||
@@ -512,11 +520,17 @@ absl::Status Relay::Shutdown(absl::Status result) {
     sink_->Purge();
     if (result.ok()) result = delivery_error_;  // failed in the final flush
   }
-  if (stream_alive) {
+  // Make durable what the policy can (exactly-once: commit the open Kafka
+  // transaction between PostgreSQL transactions), or give it up.
+  absl::Status finished = policy_->Finish(result.ok() && !ReportFailed());
+  if (result.ok() && !finished.ok()) result = finished;
+  if (stream_alive && finished.ok()) {
     absl::Status s = MaybeSendStatus(/*force=*/true);
     if (s.ok()) stream_->Stop().IgnoreError();
   }
-  stats_.confirmed = tracker_.confirmed();
+  absl::StatusOr<Lsn> confirmed =
+      policy_->Confirmable(tracker_.confirmed(), clock_->NowMicros());
+  stats_.confirmed = confirmed.ok() ? *confirmed : last_sent_flush_;
   if (metrics_ != nullptr) UpdateMetrics();
   return result;
 }

@@ -45,6 +45,7 @@
 
 #include "absl/status/status.h"
 #include "core/ack_tracker.h"
+#include "core/commit_policy.h"
 #include "outbox/change.h"
 #include "outbox/clock.h"
 #include "outbox/decoder.h"
@@ -118,10 +119,13 @@ class Relay {
  public:
   // None of the pointers is owned; all must outlive Run(). `start` is the
   // slot's confirmed position (the watermark starts there). `metrics` may be
-  // null.
+  // null. `policy` decides what may be confirmed and which replayed events
+  // are dropped (core/commit_policy.h); null is at-least-once
+  // (AckCommitPolicy).
   Relay(const RelayOptions& options, ReplicationStream* stream,
         Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
-        Lsn start, RelayMetrics* metrics = nullptr);
+        Lsn start, RelayMetrics* metrics = nullptr,
+        CommitPolicy* policy = nullptr);
 
   // Streams until `stop` becomes true or an error; see the header comment.
   absl::Status Run(const std::atomic<bool>& stop);
@@ -160,6 +164,9 @@ class Relay {
   EventSink* sink_;
   Clock* clock_;
   AckTracker tracker_;
+  AckCommitPolicy ack_policy_;
+  CommitPolicy* policy_;     // &ack_policy_ unless given
+  int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
   Change change_;
   Record record_;
   DeadLetter dead_letter_;

@@ -3,42 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "core/fake_kafka_transactions.h"
 #include "gtest/gtest.h"
 
 namespace outbox {
 namespace {
 
-// Records the calls; fails the next call of one name on demand.
-class FakeKafkaTransactions : public KafkaTransactions {
- public:
-  absl::Status BeginTransaction() override { return Call("begin"); }
-  absl::Status ProduceInTransaction(absl::string_view topic,
-                                    absl::string_view key,
-                                    absl::string_view value) override {
-    EXPECT_EQ(topic, "cp");
-    EXPECT_EQ(key, "42/slot");
-    checkpoints.emplace_back(value);
-    return Call("checkpoint");
-  }
-  absl::Status CommitTransaction() override { return Call("commit"); }
-  absl::Status AbortTransaction() override {
-    calls.push_back("abort");
-    return absl::OkStatus();
-  }
-
-  absl::Status Call(const std::string& name) {
-    calls.push_back(name);
-    if (name != fail_call) return absl::OkStatus();
-    fail_call.clear();
-    return fail_status;
-  }
-
-  std::vector<std::string> calls;
-  std::vector<std::string> checkpoints;
-  // The next call of this name fails with fail_status.
-  std::string fail_call;
-  absl::Status fail_status;
-};
+using ::outbox::testing::FakeKafkaTransactions;
 
 Checkpoint Start(Lsn end_lsn) {
   Checkpoint c;
