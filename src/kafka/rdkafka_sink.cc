@@ -35,6 +35,30 @@ std::string RecordBytes(size_t key, size_t value, size_t headers) {
                       value, " + headers ", headers, ")");
 }
 
+// Takes ownership of `error` (may be null) and maps librdkafka's
+// transactional error classes to core/kafka_transactions.h's codes.
+absl::Status TransactionStatus(absl::string_view call,
+                               rd_kafka_error_t* error) {
+  if (error == nullptr) return absl::OkStatus();
+  rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+  std::string what =
+      absl::StrCat("Kafka ", call, ": ", rd_kafka_error_name(error), ": ",
+                   rd_kafka_error_string(error));
+  bool fatal = rd_kafka_error_is_fatal(error);
+  bool abort = rd_kafka_error_txn_requires_abort(error);
+  bool retriable = rd_kafka_error_is_retriable(error);
+  rd_kafka_error_destroy(error);
+  if (code == RD_KAFKA_RESP_ERR__FENCED ||
+      code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+      code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED) {
+    return absl::FailedPreconditionError(what);
+  }
+  if (fatal) return absl::InternalError(what);
+  if (abort) return absl::AbortedError(what);
+  if (retriable) return absl::UnavailableError(what);
+  return absl::InternalError(what);
+}
+
 bool IsSecret(absl::string_view key) {
   return absl::StrContains(key, "password") ||
          absl::StrContains(key, "secret") ||
@@ -65,6 +89,12 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
   };
   if (!options.brokers.empty()) props["bootstrap.servers"] = options.brokers;
   for (const auto& [k, v] : options.properties) props[k] = v;
+  if (!options.transactional_id.empty()) {
+    props["transactional.id"] = options.transactional_id;
+    // Not supported with transactions by librdkafka; a failed record
+    // aborts the whole transaction there anyway.
+    props.erase("enable.gapless.guarantee");
+  }
 
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
@@ -100,6 +130,14 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
   rd_kafka_queue_t* main_queue = rd_kafka_queue_get_main(rk);
   rd_kafka_queue_io_event_enable(main_queue, sink->wake_[1], "1", 1);
   rd_kafka_queue_destroy(main_queue);
+  sink->transaction_timeout_ms_ = options.transaction_timeout_ms;
+  if (!options.transactional_id.empty()) {
+    absl::Status s = TransactionStatus(
+        "init_transactions",
+        rd_kafka_init_transactions(rk, options.transaction_timeout_ms));
+    // Not reachable yet is worth waiting for like any broker outage.
+    if (!s.ok()) return absl::UnavailableError(s.message());
+  }
   return sink;
 }
 
@@ -195,6 +233,15 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
 }
 
 void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
+  if (msg->_private == nullptr) {
+    // Produced outside the tickets (a checkpoint): no report to hand on.
+    if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR && untracked_error_.ok()) {
+      untracked_error_ = absl::AbortedError(
+          absl::StrCat("delivery of a checkpoint record failed: ",
+                       rd_kafka_err2str(msg->err)));
+    }
+    return;
+  }
   --outstanding_;
   if (!handler_) return;
   DeliveryReport& report = report_;
@@ -321,6 +368,48 @@ absl::Status RdKafkaSink::health() const {
         "fatal Kafka producer error: ", rd_kafka_err2name(e), ": ", reason));
   }
   return absl::OkStatus();
+}
+
+absl::Status RdKafkaSink::BeginTransaction() {
+  untracked_error_ = absl::OkStatus();
+  return TransactionStatus("begin_transaction",
+                           rd_kafka_begin_transaction(rk_));
+}
+
+absl::Status RdKafkaSink::ProduceInTransaction(absl::string_view topic,
+                                               absl::string_view key,
+                                               absl::string_view value) {
+  rd_kafka_resp_err_t e = rd_kafka_producev(
+      rk_, RD_KAFKA_V_TOPIC(std::string(topic).c_str()),
+      RD_KAFKA_V_KEY(key.data(), key.size()),
+      RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(nullptr),
+      RD_KAFKA_V_END);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
+  if (e == RD_KAFKA_RESP_ERR__FATAL) {
+    absl::Status h = health();
+    return absl::Status(absl::StrContains(h.message(), "FENCED")
+                            ? absl::StatusCode::kFailedPrecondition
+                            : absl::StatusCode::kInternal,
+                        h.message());
+  }
+  return absl::AbortedError(absl::StrCat("cannot produce the checkpoint to ",
+                                         topic, ": ", rd_kafka_err2str(e)));
+}
+
+absl::Status RdKafkaSink::CommitTransaction() {
+  // Flushes first, serving every delivery report on this thread.
+  absl::Status s = TransactionStatus(
+      "commit_transaction",
+      rd_kafka_commit_transaction(rk_, transaction_timeout_ms_));
+  if (s.ok() && !untracked_error_.ok()) return untracked_error_;
+  return s;
+}
+
+absl::Status RdKafkaSink::AbortTransaction() {
+  return TransactionStatus(
+      "abort_transaction",
+      rd_kafka_abort_transaction(rk_, transaction_timeout_ms_));
 }
 
 absl::Status RdKafkaSink::InjectFatalErrorForTesting(int rd_kafka_resp_err,

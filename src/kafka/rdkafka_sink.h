@@ -12,6 +12,12 @@
 // InvalidArgument. Which user properties are refused as unsafe is
 // decided at configuration load (config/kafka_safety.h), not here.
 //
+// With KafkaOptions::transactional_id set the producer is transactional
+// (kafka.exactly_once): Create() calls init_transactions (fencing any older
+// producer with that id), and the KafkaTransactions methods map librdkafka's
+// error classes (fatal, fenced, txn_requires_abort, retriable) to the codes
+// core/kafka_transactions.h documents.
+//
 // Threading: one thread calls everything; the delivery handler runs inside
 // Poll() and Flush() on that thread. The only file that includes rdkafka.h
 // for producing.
@@ -24,6 +30,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "core/kafka_transactions.h"
 #include "outbox/event_sink.h"
 
 struct rd_kafka_s;
@@ -40,9 +47,12 @@ struct KafkaOptions {
   std::string brokers;
   // librdkafka properties, passed through verbatim (TLS, SASL, batching...).
   std::map<std::string, std::string> properties;
+  // Non-empty: a transactional producer with this transactional.id.
+  std::string transactional_id;
+  int transaction_timeout_ms = 30000;  // init, commit and abort calls
 };
 
-class RdKafkaSink : public EventSink {
+class RdKafkaSink : public EventSink, public KafkaTransactions {
  public:
   // InvalidArgument names a property librdkafka rejected.
   static absl::StatusOr<std::unique_ptr<RdKafkaSink>> Create(
@@ -58,6 +68,14 @@ class RdKafkaSink : public EventSink {
   int wake_fd() const override { return wake_[0]; }
 
   void Purge() override;
+
+  // KafkaTransactions; only for a transactional producer.
+  absl::Status BeginTransaction() override;
+  absl::Status ProduceInTransaction(absl::string_view topic,
+                                    absl::string_view key,
+                                    absl::string_view value) override;
+  absl::Status CommitTransaction() override;
+  absl::Status AbortTransaction() override;
 
   // Raises a fatal producer error with that librdkafka error code, as the
   // broker thread would (rd_kafka_test_fatal_error). Tests only.
@@ -90,6 +108,10 @@ class RdKafkaSink : public EventSink {
   int64_t outstanding_ = 0;
   int wake_[2] = {-1, -1};
   int64_t message_max_bytes_ = 0;  // the producer's, for size errors
+  int transaction_timeout_ms_ = 0;
+  // The first failed delivery of a record produced outside the tickets
+  // (ProduceInTransaction); CommitTransaction() fails with it.
+  absl::Status untracked_error_;
   std::map<std::string, std::string> effective_;
 };
 

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "core/transactional_commit_policy.h"
+#include "kafka/checkpoint_reader.h"
 #include "kafka/rdkafka_sink.h"
 #include "outbox/status_macros.h"
 #include "pg/libpq_replication_stream.h"
@@ -267,10 +269,59 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     }
     last_wait.clear();
     const ServerInfo& server = (*stream)->server();
-    auto sink = RdKafkaSink::Create(kafka);
+    KafkaOptions session_kafka = kafka;
+    if (config.kafka.exactly_once) {
+      session_kafka.transactional_id =
+          !config.kafka.transactional_id.empty()
+              ? config.kafka.transactional_id
+              : absl::StrCat("outbox-relay-", server.system_id, "-",
+                             config.postgres.slot);
+    }
+    auto sink = RdKafkaSink::Create(session_kafka);
+    if (!sink.ok() && absl::IsUnavailable(sink.status())) {
+      // init_transactions could not reach the coordinator: like a broker
+      // outage, wait and retry.
+      Log(Severity::kWarn, "waiting for Kafka",
+          {{"reason", std::string(sink.status().message())}});
+      SleepUnlessStopped(backoff, stop, metrics);
+      backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+      continue;
+    }
     if (!sink.ok()) {
       Log(Severity::kError, std::string(sink.status().message()));
       return kExitUsage;
+    }
+    // Exactly once: after init_transactions (which aborts what a previous
+    // producer left open, so the read below is not held back by it), the
+    // last committed checkpoint decides what is already published.
+    std::unique_ptr<TransactionalCommitPolicy> policy;
+    if (config.kafka.exactly_once) {
+      absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(
+          session_kafka, config.kafka.checkpoint_topic, server.system_id,
+          config.postgres.slot, config.kafka.flush_timeout_ms);
+      if (!checkpoint.ok()) {
+        if (absl::IsDataLoss(checkpoint.status())) {
+          Log(Severity::kError, std::string(checkpoint.status().message()));
+          return kExitStream;
+        }
+        Log(Severity::kWarn, "waiting for Kafka",
+            {{"reason", std::string(checkpoint.status().message())}});
+        SleepUnlessStopped(backoff, stop, metrics);
+        backoff =
+            std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+        continue;
+      }
+      TransactionOptions txn;
+      txn.checkpoint_topic = config.kafka.checkpoint_topic;
+      txn.max_ms = config.kafka.transaction_max_ms;
+      txn.max_events = config.kafka.transaction_max_events;
+      txn.split_events = config.kafka.transaction_split_events;
+      Log(Severity::kInfo, "exactly once",
+          {{"transactional_id", session_kafka.transactional_id},
+           {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
+           {"checkpoint_topic", config.kafka.checkpoint_topic}});
+      policy = std::make_unique<TransactionalCommitPolicy>(txn, sink->get(),
+                                                           *checkpoint);
     }
     Log(Severity::kInfo, "streaming",
         {{"server", server.version},
@@ -286,7 +337,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     std::unique_ptr<Decoder> decoder = (*plugin)->NewDecoder();
     Relay relay(PipelineOptions(config), stream->get(), decoder.get(),
                 router->get(), sink->get(), RealClock(),
-                server.slot_confirmed_flush, metrics);
+                server.slot_confirmed_flush, metrics, policy.get());
     absl::Status s = relay.Run(stop);
     const RelayStats& st = relay.stats();
     std::vector<LogField> summary;
