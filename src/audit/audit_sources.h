@@ -27,9 +27,13 @@ std::string TopicPattern(absl::string_view topic_template);
 
 // Reads every record of the topics matching any pattern, from the beginning
 // up to the end offsets seen at the start, in partition order.
+// read_committed: only records of committed Kafka transactions (what an
+// exactly-once relay's consumers see); otherwise read_uncommitted: every
+// record written, aborted transactions included (the same for a
+// non-transactional producer).
 absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     const Config& config, const std::vector<std::string>& patterns,
-    int timeout_s);
+    int timeout_s, bool read_committed = false);
 
 }  // namespace outbox
 
