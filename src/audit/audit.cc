@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace outbox {
@@ -66,13 +67,26 @@ AuditReport Audit(const std::vector<CommittedEvent>& committed,
       }
     }
   }
-  for (const CommittedEvent& e : committed) {
-    if (!seen.contains(e.id)) {
-      ++r.missing;
-      Example(&r, &missing_ex, "missing", e.id);
-    }
+  for (size_t i : MissingEvents(committed, records)) {
+    ++r.missing;
+    Example(&r, &missing_ex, "missing", committed[i].id);
   }
   return r;
+}
+
+std::vector<size_t> MissingEvents(const std::vector<CommittedEvent>& committed,
+                                  const std::vector<PublishedRecord>& records) {
+  absl::flat_hash_set<absl::string_view> published;
+  published.reserve(records.size());
+  for (const PublishedRecord& rec : records) published.insert(rec.id);
+  std::vector<size_t> out;
+  for (size_t i = 0; i < committed.size(); ++i) {
+    if (!published.contains(committed[i].id)) out.push_back(i);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](size_t a, size_t b) {
+    return committed[a].seq < committed[b].seq;
+  });
+  return out;
 }
 
 bool AuditReport::Passed(int64_t max_duplicates) const {

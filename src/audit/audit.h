@@ -20,6 +20,7 @@
 #ifndef OUTBOX_AUDIT_AUDIT_H_
 #define OUTBOX_AUDIT_AUDIT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,6 +58,13 @@ struct AuditReport {
   std::string ToText() const;
   std::string ToJson() const;
 };
+
+// The committed events no record carries (by the "id" header): indices into
+// `committed`, in creation order (seq ascending; equal seqs keep their order
+// in `committed`). What Audit() counts as missing, and what `outbox-relay
+// republish` produces.
+std::vector<size_t> MissingEvents(const std::vector<CommittedEvent>& committed,
+                                  const std::vector<PublishedRecord>& records);
 
 // `records` must be in partition order (offset ascending within each
 // topic-partition); records of different partitions may interleave.

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "config/config.h"
@@ -32,6 +33,14 @@ constexpr FlagSpec kFlags[] = {
     {"set", "KEY=VALUE", "",
      "override any scalar key, a map entry (kafka.properties.linger.ms=50) or "
      "a table's key (outbox.tables[0].topic=x); repeatable"},
+    {"since", "TIMESTAMP", "",
+     "republish: events created at or after this time (timestamptz text; "
+     "UTC unless it names a zone)"},
+    {"until", "TIMESTAMP", "", "republish: and before this time"},
+    {"all", "", "", "republish: every row of the outbox tables"},
+    {"dry-run", "", "", "republish: print what would be re-published only"},
+    {"timeout-s", "S", "",
+     "republish: give up reading the topics back after S seconds (120)"},
     {"help", "", "", "print this help and exit"},
     {"version", "", "", "print the version and exit"},
 };
@@ -76,6 +85,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   cl.program = std::string(
       slash == absl::string_view::npos ? program : program.substr(slash + 1));
   bool have_command = false;
+  std::string republish_flag;  // the last republish-only flag seen
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (arg == "-h") arg = "--help";
@@ -90,9 +100,11 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
         cl.command = CommandLine::Command::kRun;
       } else if (arg == "status") {
         cl.command = CommandLine::Command::kStatus;
+      } else if (arg == "republish") {
+        cl.command = CommandLine::Command::kRepublish;
       } else {
         return Error(absl::StrCat("unknown command \"", arg,
-                                  "\"; expected run or status"));
+                                  "\"; expected run, status or republish"));
       }
       have_command = true;
       continue;
@@ -126,6 +138,25 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
     } else if (flag->name == "config") {
       if (value.empty()) return Error("--config needs a file name");
       cl.config_path = value;
+    } else if (flag->name == "since" || flag->name == "until") {
+      if (value.empty()) return Error(absl::StrCat(flag_name, " needs a time"));
+      (flag->name == "since" ? cl.republish.since : cl.republish.until) = value;
+      republish_flag = flag_name;
+    } else if (flag->name == "all") {
+      cl.republish.all = true;
+      republish_flag = flag_name;
+    } else if (flag->name == "dry-run") {
+      cl.republish.dry_run = true;
+      republish_flag = flag_name;
+    } else if (flag->name == "timeout-s") {
+      if (!absl::SimpleAtoi(value, &cl.republish.timeout_s) ||
+          cl.republish.timeout_s <= 0) {
+        return Error(
+            absl::StrCat("--timeout-s needs a positive number of "
+                         "seconds, got \"",
+                         value, "\""));
+      }
+      republish_flag = flag_name;
     } else if (flag->name == "set") {
       std::pair<std::string, std::string> kv =
           absl::StrSplit(value, absl::MaxSplits('=', 1));
@@ -138,14 +169,38 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
       cl.overrides.push_back({flag_name, std::string(flag->path), value});
     }
   }
+  if (cl.help || cl.version) return cl;
+  if (cl.command != CommandLine::Command::kRepublish) {
+    if (!republish_flag.empty()) {
+      return Error(
+          absl::StrCat(republish_flag, " belongs to the republish command"));
+    }
+    return cl;
+  }
+  const CommandLine::Republish& r = cl.republish;
+  if (r.all && (!r.since.empty() || !r.until.empty())) {
+    return Error("republish takes --all or --since/--until, not both");
+  }
+  if (!r.all && r.since.empty()) {
+    // A whole-table re-publish must be asked for: rows whose records
+    // Kafka's retention deleted look missing, and would all be sent again.
+    return Error(
+        "republish needs a range: --since TIMESTAMP (a time before the "
+        "loss) or --all. Rows whose records Kafka's retention already "
+        "deleted look missing too: re-publishing the whole table would "
+        "flood consumers with old events");
+  }
   return cl;
 }
 
 std::string HelpText(absl::string_view program) {
   std::string out = absl::StrCat(
-      "Usage: ", program, " [run|status] [flags]\n\n", "Commands:\n",
-      "  run     relay outbox rows to Kafka until stopped (default)\n",
-      "  status  print the replication slot's position and lag, then exit\n\n",
+      "Usage: ", program, " [run|status|republish] [flags]\n\n", "Commands:\n",
+      "  run        relay outbox rows to Kafka until stopped (default)\n",
+      "  status     print the replication slot's position and lag, then exit\n",
+      "  republish  produce the events of a time range (--since/--until, or\n",
+      "             --all) that are in the outbox tables but in no Kafka\n",
+      "             record, as the relay would; never touches the slot\n\n",
       "Flags (--flag VALUE or --flag=VALUE; later ones win):\n");
   for (const FlagSpec& f : kFlags) {
     std::string head =

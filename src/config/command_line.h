@@ -1,8 +1,13 @@
 // CommandLine: the parsed argv of outbox-relay and outbox-poller.
 //
-//   PROGRAM [run|status] [--config FILE] [--pg CONNINFO] [--kafka BROKERS]
+//   PROGRAM [run|status|republish] [--config FILE] [--pg CONNINFO] [--kafka
+//   BROKERS]
 //           [--slot NAME] [--tables a,b] [--topic TEMPLATE]
 //           [--set key.path=value]... [--help] [--version]
+//
+// republish (outbox-relay only) takes its range, --since TIMESTAMP [--until
+// TIMESTAMP] or --all, and --dry-run, --timeout-s S; without a range, or
+// with these flags on another command, the command line is refused.
 //
 // Flags take `--flag value` or `--flag=value`. Overrides are kept in
 // command-line order and applied by LoadConfig() after the file, so the last
@@ -21,7 +26,17 @@
 namespace outbox {
 
 struct CommandLine {
-  enum class Command { kRun, kStatus };
+  enum class Command { kRun, kStatus, kRepublish };
+
+  // The republish command's flags (relay/republish_command.h). Timestamps
+  // are PostgreSQL timestamptz text, checked by the server.
+  struct Republish {
+    std::string since;  // empty with all
+    std::string until;  // empty: no upper bound
+    bool all = false;
+    bool dry_run = false;
+    int timeout_s = 120;  // reading the topics back
+  };
 
   // One override, in command-line order. `flag` is what the user typed
   // ("--pg", "--set") for error messages; `path` is a key path from the key
@@ -40,6 +55,7 @@ struct CommandLine {
   bool help = false;
   bool version = false;
   std::vector<Override> overrides;
+  Republish republish;
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);

@@ -48,11 +48,20 @@ struct PostgresConfig {
   std::string publication = "outbox_relay";
   bool create_publication = true;
   bool create_slot = true;
+  // PostgreSQL 17+: the slot has failover enabled (created with it, or
+  // altered), and the relay checks what a failover needs
+  // (pg/failover_readiness.h). No effect on 16 and older.
+  bool failover_slot = true;
+  // Standbys to check for failover readiness besides the other hosts of a
+  // multi-host conninfo: a libpq conninfo, several hosts allowed. Empty:
+  // none.
+  std::string standby_conninfo;
   // Where the slot marker lives (relay/file_slot_history.h); empty: the
   // default, $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.
   std::string state_dir;
-  // The LSN a refusal to recreate a lost slot named, once the events after
-  // it were re-published: lets the relay create the slot anew. Empty: none.
+  // The LSN a refusal to recreate a lost slot named: lets the relay create
+  // the slot anew (then `outbox-relay republish` closes the gap). Empty:
+  // none.
   std::string acknowledge_slot_loss;
   int64_t status_interval_ms = 1000;
   int64_t read_coalesce_us = 1000;

@@ -77,6 +77,20 @@ std::vector<ConfigKey> BuildKeys() {
              "on a first "
              "run only: a slot the relay has streamed from before (see "
              "postgres.state_dir) is never created anew; false: never create"));
+  add(Global("postgres.failover_slot", G(postgres.failover_slot),
+             "PostgreSQL 17+: create the slot with failover enabled (and "
+             "enable it on an existing slot), and check at start and every "
+             "minute that a failover would keep it (primary's "
+             "synchronized_standby_slots; each standby's "
+             "sync_replication_slots, hot_standby_feedback, "
+             "primary_slot_name, dbname in primary_conninfo, the synced "
+             "slot): one warning per unsafe setting; no effect on 16 and "
+             "older"));
+  add(Global("postgres.standby_conninfo", G(postgres.standby_conninfo),
+             "standbys to check for failover readiness besides the other "
+             "hosts of a multi-host postgres.conninfo: a libpq conninfo "
+             "(host=a,b port=p,q for several); empty: none")
+          .Secret());
   add(Global("postgres.state_dir", G(postgres.state_dir),
              "directory for the slot marker, which records the slot the relay "
              "streamed from so a dropped slot is not silently created anew; "
@@ -85,9 +99,9 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("postgres.acknowledge_slot_loss",
              G(postgres.acknowledge_slot_loss),
              "after the relay refused to create a lost slot anew: the LSN the "
-             "refusal named, once the events committed after it were "
-             "re-published; lets the relay create the slot (only for that "
-             "loss)"));
+             "refusal named; lets the relay create the slot (only for that "
+             "loss). Then re-publish the events committed after it: "
+             "outbox-relay republish --since <a time before the loss>"));
   add(Global("postgres.status_interval_ms", G(postgres.status_interval_ms),
              "interval between standby status updates sent to the server")
           .Min(1));

@@ -72,6 +72,7 @@ LibpqReplicationStream::~LibpqReplicationStream() {
 }
 
 absl::Status LibpqReplicationStream::CheckServer() {
+  server_.endpoint = db_->Endpoint();
   {
     ASSIGN_OR_RETURN(PgResult res, db_->Query("IDENTIFY_SYSTEM"));
     if (PgConnection::Rows(res) != 1 || PQnfields(res.get()) < 4) {
@@ -85,10 +86,12 @@ absl::Status LibpqReplicationStream::CheckServer() {
   ASSIGN_OR_RETURN(PgResult res,
                    db_->Query("SELECT current_setting('wal_level'), "
                               "current_setting('server_version'), "
-                              "current_setting('server_version_num')::int"));
+                              "current_setting('server_version_num')::int, "
+                              "pg_is_in_recovery()"));
   std::string wal_level = PgConnection::Value(res, 0, 0);
   server_.version = PgConnection::Value(res, 0, 1);
   server_.version_num = atoi(PgConnection::Value(res, 0, 2).c_str());
+  server_.in_recovery = PgConnection::Value(res, 0, 3) == "t";
   if (wal_level != "logical") {
     return absl::FailedPreconditionError(absl::StrCat(
         "wal_level is '", wal_level,
@@ -137,8 +140,10 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
   ASSIGN_OR_RETURN(PgResult res,
                    db_->Query(absl::StrCat(
                        "SELECT plugin, slot_type, database, active_pid, "
-                       "confirmed_flush_lsn, restart_lsn, wal_status FROM "
-                       "pg_catalog.pg_replication_slots WHERE slot_name = ",
+                       "confirmed_flush_lsn, restart_lsn, wal_status, "
+                       // NULL before 17, which has no failover column.
+                       "to_jsonb(s) ->> 'failover' FROM "
+                       "pg_catalog.pg_replication_slots s WHERE slot_name = ",
                        db_->Literal(options_.slot))));
   if (PgConnection::Rows(res) == 0) {
     if (!options_.create_slot) {
@@ -150,13 +155,16 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
       RETURN_IF_ERROR(options_.history->CheckCreate(server_));
     }
     // PostgreSQL 15 added the parenthesised options; 14 has only the old
-    // keyword syntax.
+    // keyword syntax; 17 the FAILOVER option.
+    const bool failover = WantsFailover();
     absl::StatusOr<PgResult> created = db_->Query(
         absl::StrCat("CREATE_REPLICATION_SLOT \"", options_.slot, "\" LOGICAL ",
                      options_.plugin->name(),
-                     server_.version_num >= 150000 ? " (SNAPSHOT 'nothing')"
-                                                   : " NOEXPORT_SNAPSHOT"));
+                     failover ? " (FAILOVER true, SNAPSHOT 'nothing')"
+                     : server_.version_num >= 150000 ? " (SNAPSHOT 'nothing')"
+                                                     : " NOEXPORT_SNAPSHOT"));
     if (!created.ok()) return options_.plugin->Explain(created.status());
+    server_.slot_failover = failover;
     ASSIGN_OR_RETURN(server_.slot_confirmed_flush,
                      ParseLsn(PgConnection::Value(*created, 0, 1)));
     server_.slot_restart = server_.slot_confirmed_flush;
@@ -205,7 +213,29 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                      "\" is in use by process ", PgConnection::Value(res, 0, 3),
                      " (another relay instance?); waiting for it"));
   }
+  server_.slot_failover = PgConnection::Value(res, 0, 7) == "true";
+  if (WantsFailover() && !server_.slot_failover) {
+    // Free (checked above), so the walsender can take it to alter it.
+    absl::StatusOr<PgResult> altered = db_->Query(absl::StrCat(
+        "ALTER_REPLICATION_SLOT \"", options_.slot, "\" (FAILOVER true)"));
+    if (!altered.ok()) {
+      return ServerError(absl::StrCat("cannot enable failover on replication "
+                                      "slot \"",
+                                      options_.slot,
+                                      "\" (set postgres.failover_slot: false "
+                                      "to leave it off)"),
+                         altered.status().message());
+    }
+    server_.slot_failover = server_.slot_failover_enabled = true;
+  }
   return absl::OkStatus();
+}
+
+bool LibpqReplicationStream::WantsFailover() const {
+  // A standby refuses failover on its own slots (PostgreSQL syncs only
+  // the primary's).
+  return options_.failover_slot && server_.version_num >= 170000 &&
+         !server_.in_recovery;
 }
 
 absl::Status LibpqReplicationStream::StreamError(absl::Status st) const {

@@ -14,6 +14,8 @@
 //                       column missing
 //   Unavailable         server unreachable, or the slot is held by another
 //                       process (a hot standby waits on this and retries)
+// On PostgreSQL 17+ (a primary, ReplicationOptions::failover_slot) the
+// slot it creates or finds has failover enabled before START_REPLICATION.
 // Start() then streams from the slot; Read() never blocks. Both turn the
 // server's "can no longer get changes from replication slot" and "requested
 // WAL segment ... has already been removed" into FailedPrecondition naming
@@ -41,6 +43,11 @@ struct ReplicationOptions {
   std::string slot = "outbox_relay";
   // Create the slot when it is missing, if `history` (when set) agrees.
   bool create_slot = true;
+  // PostgreSQL 17+ on a primary: create the slot with FAILOVER, and enable
+  // it (ALTER_REPLICATION_SLOT) on an existing slot without it, so standbys
+  // with sync_replication_slots keep a copy that survives promotion.
+  // Ignored on 16 and older, and on a standby (which refuses it).
+  bool failover_slot = true;
   // Remembers the slot and decides whether a missing one may be created
   // (see slot_history.h). Not owned; null: create whenever missing.
   SlotHistory* history = nullptr;
@@ -60,6 +67,7 @@ struct ReplicationOptions {
 };
 
 struct ServerInfo {
+  std::string endpoint;  // host:port of the connection (PgConnection)
   std::string system_id;
   int timeline = 0;
   Lsn xlogpos = kInvalidLsn;
@@ -69,6 +77,9 @@ struct ServerInfo {
   Lsn slot_confirmed_flush = kInvalidLsn;
   Lsn slot_restart = kInvalidLsn;
   bool slot_created = false;
+  bool in_recovery = false;            // pg_is_in_recovery(): a standby
+  bool slot_failover = false;          // the slot has failover (17+)
+  bool slot_failover_enabled = false;  // EnsureSlot() turned it on
 };
 
 class LibpqReplicationStream : public ReplicationStream {
@@ -101,6 +112,8 @@ class LibpqReplicationStream : public ReplicationStream {
   absl::Status CheckServer();
   absl::Status CheckTables();
   absl::Status EnsureSlot();
+  // Whether the slot should have failover (see failover_slot).
+  bool WantsFailover() const;
 
   PluginServer PluginInfo() const {
     return {server_.version_num, server_.dbname};

@@ -22,6 +22,27 @@ std::string OptionsValue(const PQconninfoOption* list) {
   return "";
 }
 
+// `conninfo` parsed by libpq into *parsed (caller frees), or null for a
+// conninfo that is a bare database name (libpq expands dbname only when it
+// holds '=' or is a URI).
+absl::Status Parse(const std::string& conninfo, absl::string_view what,
+                   PQconninfoOption** parsed) {
+  *parsed = nullptr;
+  if (!absl::StrContains(conninfo, '=') &&
+      !absl::StartsWith(conninfo, "postgresql://") &&
+      !absl::StartsWith(conninfo, "postgres://")) {
+    return absl::OkStatus();
+  }
+  char* error = nullptr;
+  *parsed = PQconninfoParse(conninfo.c_str(), &error);
+  if (*parsed != nullptr) return absl::OkStatus();
+  // A conninfo libpq cannot parse never will: no retry.
+  absl::Status st = absl::FailedPreconditionError(absl::StrCat(
+      "invalid ", what, ": ", OneLine(error ? error : "out of memory")));
+  PQfreemem(error);
+  return st;
+}
+
 }  // namespace
 
 void PgResultDeleter::operator()(pg_result* r) const { PQclear(r); }
@@ -69,25 +90,27 @@ absl::Status ClassifyServerError(absl::string_view context,
   return absl::UnavailableError(absl::StrCat(context, ": ", msg));
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+PgConnection::ParseConninfo(const std::string& conninfo,
+                            absl::string_view what) {
+  PQconninfoOption* parsed = nullptr;
+  RETURN_IF_ERROR(Parse(conninfo, what, &parsed));
+  std::vector<std::pair<std::string, std::string>> out;
+  if (parsed == nullptr) {
+    if (!conninfo.empty()) out.emplace_back("dbname", conninfo);
+    return out;
+  }
+  for (const PQconninfoOption* o = parsed; o->keyword; ++o) {
+    if (o->val != nullptr) out.emplace_back(o->keyword, o->val);
+  }
+  PQconninfoFree(parsed);
+  return out;
+}
+
 absl::StatusOr<std::string> PgConnection::MergedOptions(
     const std::string& conninfo, absl::string_view settings) {
-  // A conninfo without '=' that is no URI is a bare database name (libpq
-  // expands dbname only when it holds '=' or is a URI).
   PQconninfoOption* parsed = nullptr;
-  if (absl::StrContains(conninfo, '=') ||
-      absl::StartsWith(conninfo, "postgresql://") ||
-      absl::StartsWith(conninfo, "postgres://")) {
-    char* error = nullptr;
-    parsed = PQconninfoParse(conninfo.c_str(), &error);
-    if (parsed == nullptr) {
-      // A conninfo libpq cannot parse never will: no retry.
-      absl::Status st = absl::FailedPreconditionError(
-          absl::StrCat("invalid postgres.conninfo: ",
-                       OneLine(error ? error : "out of memory")));
-      PQfreemem(error);
-      return st;
-    }
-  }
+  RETURN_IF_ERROR(Parse(conninfo, "postgres.conninfo", &parsed));
   std::string user = OptionsValue(parsed);
   PQconninfoFree(parsed);
   if (user.empty()) {
@@ -201,9 +224,21 @@ std::string PgConnection::Identifier(absl::string_view s) const {
   return out;
 }
 
+std::string PgConnection::Endpoint() const {
+  const char* host = PQhost(conn_);
+  const char* port = PQport(conn_);
+  return absl::StrCat(host != nullptr ? host : "", ":",
+                      port != nullptr ? port : "");
+}
+
 std::string PgConnection::ParameterStatus(const char* name) const {
   const char* v = PQparameterStatus(conn_, name);
   return v != nullptr ? v : "";
+}
+
+std::string PgConnection::Node() const {
+  return absl::StrCat(PQhost(conn_) ? PQhost(conn_) : "", ":",
+                      PQport(conn_) ? PQport(conn_) : "");
 }
 
 bool PgConnection::connected() const {

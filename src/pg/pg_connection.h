@@ -23,6 +23,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -85,8 +86,14 @@ class PgConnection {
   // The error a failed result carries, classified, with `context`.
   absl::Status ResultError(absl::string_view context, const pg_result* res);
 
+  // "host:port" libpq connected to: with several hosts in the conninfo,
+  // the one it chose (e.g. by target_session_attrs).
+  std::string Endpoint() const;
   // A server parameter reported at connect (e.g. "server_version").
   std::string ParameterStatus(const char* name) const;
+  // The node this connection reached, "host:port" (the one host of a
+  // multi-host conninfo libpq picked).
+  std::string Node() const;
   bool connected() const;
   pg_conn* raw() const { return conn_; }
 
@@ -95,6 +102,14 @@ class PgConnection {
   // libpq cannot parse.
   static absl::StatusOr<std::string> MergedOptions(const std::string& conninfo,
                                                    absl::string_view settings);
+
+  // The keywords `conninfo` (keyword string or URI) sets, with their
+  // values, in libpq's keyword order; no environment defaults. A bare
+  // database name gives {"dbname", name}. FailedPrecondition for a
+  // conninfo libpq cannot parse (`what` names it in the message).
+  static absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+  ParseConninfo(const std::string& conninfo,
+                absl::string_view what = "postgres.conninfo");
 
  private:
   explicit PgConnection(pg_conn* conn) : conn_(conn) {}

@@ -8,23 +8,29 @@ namespace outbox {
 std::string LostEventsAndFix(absl::string_view slot, Lsn last_confirmed,
                              bool can_create, absl::string_view marker_path) {
   const std::string lsn = FormatLsn(last_confirmed);
-  std::string out = absl::StrCat(
-      "events committed after ", lsn,
-      " are in no slot. Re-publish them from the outbox table (consumers "
-      "de-duplicate on the id header), then ");
+  // The slot first, then the re-publish: every event committed after the
+  // new slot exists is in it, every one before is in the table when
+  // republish reads it, so none falls in between.
+  std::string out =
+      absl::StrCat("events committed after ", lsn, " are in no slot. ");
   if (!can_create) {
     absl::StrAppend(&out,
-                    "create the slot again (SELECT "
+                    "Create the slot again (SELECT "
                     "pg_create_logical_replication_slot('",
-                    slot, "', 'wal2json')); postgres.create_slot is false");
-    return out;
+                    slot, "', 'wal2json'); postgres.create_slot is false)");
+  } else {
+    absl::StrAppend(&out, "Start the relay once with --set ",
+                    kAcknowledgeSlotLossKey, "=", lsn,
+                    " to create the slot anew");
+    if (!marker_path.empty()) {
+      absl::StrAppend(&out, " (or delete ", marker_path, ")");
+    }
   }
-  absl::StrAppend(&out, "start the relay once with --set ",
-                  kAcknowledgeSlotLossKey, "=", lsn,
-                  " to create the slot anew");
-  if (!marker_path.empty()) {
-    absl::StrAppend(&out, " (or delete ", marker_path, ")");
-  }
+  absl::StrAppend(&out,
+                  ", then re-publish them from the outbox tables: "
+                  "outbox-relay republish --since <a time before the loss> "
+                  "(consumers de-duplicate on the id header; README: "
+                  "PostgreSQL failover)");
   return out;
 }
 

@@ -16,11 +16,12 @@ namespace outbox {
 inline constexpr char kAcknowledgeSlotLossKey[] =
     "postgres.acknowledge_slot_loss";
 
-// "events committed after <lsn> are in no slot. Re-publish them ..., then
-// <how to get a new slot>". `can_create`: the relay may create slots
-// (postgres.create_slot); then the fix is a restart with
-// kAcknowledgeSlotLossKey=<lsn>, or deleting `marker_path` when not empty.
-// Otherwise the fix is to create the slot by hand.
+// "events committed after <lsn> are in no slot. <How to get a new slot>,
+// then re-publish them: outbox-relay republish --since ...". `can_create`:
+// the relay may create slots (postgres.create_slot); then the way to a new
+// slot is a restart with kAcknowledgeSlotLossKey=<lsn>, or deleting
+// `marker_path` when not empty. Otherwise it is creating the slot by hand.
+// The slot comes first so that no event falls between the two.
 std::string LostEventsAndFix(absl::string_view slot, Lsn last_confirmed,
                              bool can_create, absl::string_view marker_path);
 
@@ -31,7 +32,7 @@ bool IsSlotInvalidatedError(absl::string_view server_message);
 
 // The refusal for an invalidated slot: names it, its last confirmed LSN,
 // why (`why`: wal_status or the server's words), and what to do: drop it,
-// re-publish, get a new slot.
+// get a new slot, re-publish.
 std::string SlotInvalidatedMessage(absl::string_view slot, Lsn last_confirmed,
                                    bool can_create, absl::string_view why);
 

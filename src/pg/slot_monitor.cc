@@ -14,8 +14,10 @@ constexpr char kQuery[] =
     "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, "
     "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), "
     "0)::bigint, "
-    "coalesce(wal_status, ''), safe_wal_size "
-    "FROM pg_replication_slots WHERE slot_name = $1";
+    "coalesce(wal_status, ''), safe_wal_size, "
+    // NULL before 17, which has no failover column.
+    "to_jsonb(s) ->> 'failover' "
+    "FROM pg_replication_slots s WHERE slot_name = $1";
 
 absl::StatusOr<Lsn> LsnField(const PgResult& res, int col) {
   if (PgConnection::IsNull(res, 0, col)) return kInvalidLsn;
@@ -83,6 +85,9 @@ absl::StatusOr<SlotStatus> SlotMonitor::Query(const std::string& slot) {
   s.lag_bytes = IntField(res, 10);
   s.wal_status = PgConnection::Value(res, 0, 11);
   if (!PgConnection::IsNull(res, 0, 12)) s.safe_wal_size = IntField(res, 12);
+  if (!PgConnection::IsNull(res, 0, 13)) {
+    s.failover = PgConnection::Value(res, 0, 13) == "true";
+  }
   return s;
 }
 

@@ -44,6 +44,9 @@ struct SlotStatus {
   // Bytes that can still be written before the slot is in danger of losing
   // WAL; nullopt when max_slot_wal_keep_size = -1 (unlimited).
   std::optional<int64_t> safe_wal_size;
+  // The slot is synchronized to standbys (PostgreSQL 17+ failover slots);
+  // nullopt before 17.
+  std::optional<bool> failover;
 };
 
 class SlotMonitor {

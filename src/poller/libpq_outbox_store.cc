@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "outbox/status_macros.h"
 #include "pg/pg_connection.h"
+#include "poller/outbox_row_sql.h"
 
 namespace outbox {
 namespace {
@@ -75,7 +76,7 @@ absl::StatusOr<std::unique_ptr<LibpqOutboxStore>> LibpqOutboxStore::Connect(
   connect.application_name = options.application_name;
   connect.connect_timeout_s = options.connect_timeout_s;
   // Timestamps as the record contract's text, after the user's options.
-  connect.settings = "-c TimeZone=UTC -c DateStyle=ISO";
+  connect.settings = kOutboxRowSettings;
   absl::StatusOr<std::unique_ptr<PgConnection>> conn =
       PgConnection::Connect(connect);
   if (!conn.ok()) {
@@ -103,37 +104,16 @@ absl::Status LibpqOutboxStore::CheckAndPrepare(const StoreOptions& options) {
     std::string qualified = absl::StrCat(table.schema, ".", table.name);
     const char* params[] = {table.schema.c_str(), table.name.c_str()};
     ASSIGN_OR_RETURN(
-        Result res,
-        Run(conn_,
-            PQexecParams(
-                conn_,
-                "SELECT a.attname::text, format_type(a.atttypid, NULL) "
-                "FROM pg_catalog.pg_attribute a "
-                "WHERE a.attrelid = to_regclass(format('%I.%I', $1::text, "
-                "$2::text)) "
-                "AND a.attnum > 0 AND NOT a.attisdropped",
-                2, nullptr, params, nullptr, nullptr, 0),
-            "reading the outbox table's columns"));
+        Result res, Run(conn_,
+                        PQexecParams(conn_, kColumnTypesSql, 2, nullptr, params,
+                                     nullptr, nullptr, 0),
+                        "reading the outbox table's columns"));
     std::map<std::string, std::string> types;
     for (int i = 0; i < PQntuples(res.get()); ++i) {
       types[PQgetvalue(res.get(), i, 0)] = PQgetvalue(res.get(), i, 1);
     }
-    if (types.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "outbox table ", qualified,
-          " does not exist (or this role cannot see it): create it with "
-          "sql/outbox.sql or fix outbox.tables"));
-    }
-    TableShape shape{table.schema, table.name, {}};
-    for (const std::string& c : table.columns) {
-      auto it = types.find(c);
-      if (it == types.end()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("outbox table ", qualified, " has no column \"", c,
-                         "\": fix outbox.columns or the table"));
-      }
-      shape.columns.push_back({c, it->second});
-    }
+    ASSIGN_OR_RETURN(TableShape shape,
+                     ShapeOf(table.schema, table.name, table.columns, types));
     for (const char* c : kPollerColumns) {
       if (types.count(c) == 0) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -164,21 +144,15 @@ absl::Status LibpqOutboxStore::CheckAndPrepare(const StoreOptions& options) {
     // The statements, prepared once per session.
     std::string rel = absl::StrCat(db_->Identifier(table.schema), ".",
                                    db_->Identifier(table.name));
-    std::vector<std::string> select = {"seq", "attempts"};
-    for (const ColumnShape& c : shape.columns) {
-      // bytea comes as hex text and is decoded client side; every other
-      // type as its text output, which is what wal2json prints.
-      select.push_back(c.type == "bytea" ? db_->Identifier(c.name)
-                                         : db_->Identifier(c.name) + "::text");
-    }
+    const std::string select =
+        absl::StrCat("seq, attempts, ", MappedColumnsSelectList(*db_, shape));
     // Repeated in the UPDATE/DELETE by seq (true for rows we hold locked)
     // so they can use the partial index on unsent rows: seq has no other
     // index, and without it each settle scanned the whole table.
     constexpr char kUnsent[] = "sent_at IS NULL AND dead_lettered_at IS NULL";
     const std::pair<std::string, std::string> statements[] = {
         {StmtName("claim", t),
-         absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ", rel,
-                      " WHERE ", kUnsent,
+         absl::StrCat("SELECT ", select, " FROM ", rel, " WHERE ", kUnsent,
                       " AND (next_attempt_at IS NULL OR next_attempt_at <= "
                       "now()) ORDER BY seq LIMIT $1::int "
                       "FOR UPDATE SKIP LOCKED")},
@@ -249,19 +223,11 @@ absl::Status LibpqOutboxStore::Claim(size_t table, int limit,
     row.seq = std::strtoll(PQgetvalue(r, i, 0), nullptr, 10);
     row.attempts =
         static_cast<int32_t>(std::strtol(PQgetvalue(r, i, 1), nullptr, 10));
-    row.kinds.resize(shape.columns.size());
-    row.values.resize(shape.columns.size());
-    for (size_t c = 0; c < shape.columns.size(); ++c) {
-      int field = static_cast<int>(c) + 2;
-      absl::string_view text(PQgetvalue(r, i, field), PQgetlength(r, i, field));
-      absl::Status s =
-          DecodeValue(shape.columns[c].type, PQgetisnull(r, i, field), text,
-                      &row.kinds[c], &row.values[c]);
-      if (!s.ok()) {
-        Abandon();
-        return absl::InternalError(absl::StrCat(shape.QualifiedName(), " seq ",
-                                                row.seq, ": ", s.message()));
-      }
+    absl::Status s = DecodeMappedColumns(shape, r, i, 2, &row);
+    if (!s.ok()) {
+      Abandon();
+      return absl::InternalError(absl::StrCat(shape.QualifiedName(), " seq ",
+                                              row.seq, ": ", s.message()));
     }
   }
   if (count == 0) {

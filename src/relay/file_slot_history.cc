@@ -80,6 +80,10 @@ absl::StatusOr<std::unique_ptr<FileSlotHistory>> FileSlotHistory::Open(
     text << in.rdbuf();
     std::lock_guard<std::mutex> lock(h->mu_);
     h->known_ = Parse(text.str(), slot);
+    const Marker& m = *h->known_;
+    if (m.unreadable.empty() && m.timeline > 0) {
+      h->recorded_server_ = ServerIdentity{m.system_id, m.timeline, m.endpoint};
+    }
   }
   return h;
 }
@@ -98,6 +102,9 @@ FileSlotHistory::Marker FileSlotHistory::Parse(const std::string& text,
     if (kv.first == "system_id") m.system_id = std::string(kv.second);
     if (kv.first == "database") m.database = std::string(kv.second);
     if (kv.first == "confirmed_lsn") lsn = std::string(kv.second);
+    if (kv.first == "timeline")
+      m.timeline = atoi(std::string(kv.second).c_str());
+    if (kv.first == "endpoint") m.endpoint = std::string(kv.second);
   }
   absl::StatusOr<Lsn> confirmed = ParseLsn(lsn);
   if (marker_slot != slot) {
@@ -111,10 +118,13 @@ FileSlotHistory::Marker FileSlotHistory::Parse(const std::string& text,
 }
 
 absl::Status FileSlotHistory::Write(const Marker& m) const {
-  const std::string text =
-      absl::StrCat(kHeader, "slot=", slot_, "\nsystem_id=", m.system_id,
-                   "\ndatabase=", m.database,
-                   "\nconfirmed_lsn=", FormatLsn(m.confirmed), "\n");
+  const std::string text = absl::StrCat(
+      kHeader, "slot=", slot_, "\nsystem_id=", m.system_id,
+      "\ndatabase=", m.database, "\nconfirmed_lsn=", FormatLsn(m.confirmed),
+      "\n",
+      m.timeline > 0 ? absl::StrCat("timeline=", m.timeline,
+                                    "\nendpoint=", m.endpoint, "\n")
+                     : "");
   const std::string tmp = absl::StrCat(path_, ".tmp.", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -193,10 +203,13 @@ absl::Status FileSlotHistory::Record(const ServerInfo& server) {
   m.system_id = server.system_id;
   m.database = server.dbname;
   m.confirmed = server.slot_confirmed_flush;
+  m.timeline = server.timeline;
+  m.endpoint = server.endpoint;
   std::lock_guard<std::mutex> lock(mu_);
   if (known_.has_value() && known_->unreadable.empty()) {
     if (known_->system_id == m.system_id && known_->database == m.database &&
-        known_->confirmed == m.confirmed) {
+        known_->confirmed == m.confirmed && known_->timeline == m.timeline &&
+        known_->endpoint == m.endpoint) {
       return absl::OkStatus();
     }
     if (known_->system_id != m.system_id) {

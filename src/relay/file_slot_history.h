@@ -3,7 +3,9 @@
 // that disappeared is never silently created anew.
 //
 // The marker <state_dir>/<slot>.slot records the slot, the server's system
-// identifier, the database and the slot's last confirmed LSN. It is written
+// identifier, the database, the slot's last confirmed LSN, and the timeline
+// and host:port of the server it was last recorded on (markers without them,
+// from older relays, still read). It is written
 // when the relay first finds or creates the slot (Record()), and again when
 // Confirmed() reports a new position (the slot monitor, every
 // kSlotMonitorInterval), always atomically: a temporary file, fsync,
@@ -13,11 +15,11 @@
 // no marker, and nothing recorded by this process. Otherwise it refuses
 // with FailedPrecondition, one line naming the slot, the lost range
 // ("events committed after <last confirmed LSN> are in no slot"), and the
-// fix: re-publish those events, then start once with
-// postgres.acknowledge_slot_loss=<that LSN> (it matches only that loss: a
-// new slot records a new position) or delete the marker. When the server's
-// system identifier differs from the recorded one the refusal names both.
-// An unreadable marker refuses too, until Record() rewrites it (the slot
+// fix: start once with postgres.acknowledge_slot_loss=<that LSN> (it
+// matches only that loss: a new slot records a new position) or delete the
+// marker, then re-publish those events (`outbox-relay republish`). When the
+// server's system identifier differs from the recorded one the refusal names
+// both. An unreadable marker refuses too, until Record() rewrites it (the slot
 // exists again) or it is deleted.
 //
 // Threading: thread safe (the supervisor calls CheckCreate()/Record(), the
@@ -34,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "outbox/lsn.h"
 #include "pg/slot_history.h"
+#include "relay/server_change.h"
 
 namespace outbox {
 
@@ -62,11 +65,20 @@ class FileSlotHistory final : public SlotHistory {
 
   const std::string& path() const { return path_; }
 
+  // The server the marker recorded when Open() read it, for the supervisor's
+  // first session to compare with (a promotion while the relay was down);
+  // nullopt when there was no readable marker or it had no timeline.
+  const std::optional<ServerIdentity>& RecordedServer() const {
+    return recorded_server_;
+  }
+
  private:
   struct Marker {
     std::string system_id;
     std::string database;
     Lsn confirmed = kInvalidLsn;
+    int timeline = 0;        // 0: not recorded
+    std::string endpoint;    // host:port; "" when not recorded
     std::string unreadable;  // why, when the file could not be read
   };
 
@@ -84,6 +96,7 @@ class FileSlotHistory final : public SlotHistory {
   const Lsn acknowledged_loss_;
   std::mutex mu_;
   std::optional<Marker> known_ ABSL_GUARDED_BY(mu_);
+  std::optional<ServerIdentity> recorded_server_;  // set by Open() only
 };
 
 }  // namespace outbox

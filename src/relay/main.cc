@@ -12,6 +12,7 @@
 #include "outbox/clock.h"
 #include "prometheus/registry.h"
 #include "relay/relay_metrics.h"
+#include "relay/republish_command.h"
 #include "relay/status_command.h"
 #include "relay/supervisor.h"
 
@@ -57,6 +58,10 @@ int main(int argc, char** argv) {
   const Config* config = &start.config;
   if (start.command_line.command == CommandLine::Command::kStatus) {
     return RunStatusCommand(*config, stdout, stderr);
+  }
+  if (start.command_line.command == CommandLine::Command::kRepublish) {
+    return RunRepublishCommand(*config, start.command_line.republish, stdout,
+                               stderr);
   }
 
   auto metrics =

@@ -83,6 +83,16 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry)
   slot_active_ = NewGauge(r, "outbox_relay_slot_active",
                           "1 while a process streams from the slot.");
   slot_safe_wal_size_->Set(std::numeric_limits<double>::quiet_NaN());
+  failover_ready_ = NewGauge(
+      r, "outbox_relay_failover_ready",
+      "1 when a PostgreSQL 17+ failover would keep the slot (failover slot, "
+      "synchronized_standby_slots, standbys syncing it), 0 when a check "
+      "failed, NaN when not checked (PostgreSQL 16 or older).");
+  failover_problems_ =
+      NewGauge(r, "outbox_relay_failover_problems",
+               "Unsafe failover settings the last readiness check found (each "
+               "logged as a warning).");
+  SetFailoverProblems(std::nullopt);
   events_family_ = &prometheus::BuildCounter()
                         .Name("outbox_relay_events_delivered_total")
                         .Help("Events Kafka acknowledged, per topic.")
@@ -207,5 +217,11 @@ std::string RelayMetrics::slot_problem() const {
 }
 
 void RelayMetrics::OnSlotMonitorError() { slot_monitor_errors_->Increment(); }
+
+void RelayMetrics::SetFailoverProblems(std::optional<size_t> problems) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  failover_ready_->Set(problems ? (*problems == 0 ? 1 : 0) : kNaN);
+  failover_problems_->Set(problems ? static_cast<double>(*problems) : kNaN);
+}
 
 }  // namespace outbox

@@ -30,6 +30,14 @@
 //   outbox_relay_slot_wal_status{status}         1 for the current status
 //   outbox_relay_slot_active                     1 while some process holds it
 //   outbox_relay_slot_monitor_errors_total       failed slot queries
+//   outbox_relay_failover_ready                  1: a PostgreSQL 17+
+//                                                failover would keep the
+//                                                slot (every check passed,
+//                                                a standby checked); 0: not;
+//                                                NaN: not checked (16 and
+//                                                older, failover_slot off)
+//   outbox_relay_failover_problems               unsafe settings found
+//                                                (pg/failover_readiness.h)
 //
 // Cost: per delivery the relay thread only adds to plain counters (a hash
 // lookup in its per-topic map, a bucket search for the latency); Flush(),
@@ -42,6 +50,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +99,9 @@ class RelayMetrics {
   // Slot monitor thread.
   void SetSlot(const SlotStatus& slot);
   void OnSlotMonitorError();
+  // The failover readiness check's problem count; nullopt: not checked.
+  // Never affects /readyz: the relay works either way.
+  void SetFailoverProblems(std::optional<size_t> problems);
 
   // Health: the loop's last turn (monotonic microseconds) and whether a
   // session holds the slot with a healthy producer.
@@ -132,6 +144,8 @@ class RelayMetrics {
   prometheus::Gauge* slot_lag_;
   prometheus::Gauge* slot_safe_wal_size_;
   prometheus::Gauge* slot_active_;
+  prometheus::Gauge* failover_ready_;
+  prometheus::Gauge* failover_problems_;
   prometheus::Histogram* latency_;
   prometheus::Family<prometheus::Counter>* events_family_;
   prometheus::Family<prometheus::Counter>* bytes_family_;

@@ -48,6 +48,33 @@ std::string FormatSlotStatus(const SlotStatus& slot) {
        slot.wal_status.empty() ? "unknown" : slot.wal_status);
   Line(&out, "safe_wal_size",
        slot.safe_wal_size ? HumanBytes(*slot.safe_wal_size) : "unlimited");
+  Line(&out, "failover",
+       !slot.failover   ? "n/a (PostgreSQL 16 or older)"
+       : *slot.failover ? "true"
+                        : "false");
+  return out;
+}
+
+std::string FormatFailoverReport(const FailoverReport& report) {
+  std::string out;
+  for (const StandbyFacts& s : report.standbys) {
+    if (!s.error.empty()) {
+      Line(&out, "standby", absl::StrCat(s.node, " not reached: ", s.error));
+    } else if (!s.slot_exists) {
+      Line(&out, "standby", absl::StrCat(s.node, " slot missing"));
+    } else {
+      Line(&out, "standby",
+           absl::StrCat(s.node,
+                        " slot synced=", s.slot_synced ? "true" : "false",
+                        " failover=", s.slot_failover ? "true" : "false"));
+    }
+  }
+  Line(&out, "failover_ready",
+       report.problems.empty()
+           ? "true"
+           : absl::StrCat("false (", report.problems.size(), " problem",
+                          report.problems.size() == 1 ? "" : "s", ")"));
+  for (const std::string& p : report.problems) Line(&out, "problem", p);
   return out;
 }
 
@@ -72,6 +99,18 @@ int RunStatusCommand(const Config& config, FILE* out, FILE* err) {
     return kExitInternal;
   }
   absl::FPrintF(out, "%s", FormatSlotStatus(*slot));
+  if (slot->failover) {
+    absl::StatusOr<FailoverReport> report = CheckFailoverReadiness(
+        {config.postgres.conninfo, config.postgres.standby_conninfo,
+         config.postgres.slot,
+         static_cast<int>(config.postgres.connect_timeout_s)});
+    if (report.ok()) {
+      absl::FPrintF(out, "%s", FormatFailoverReport(*report));
+    } else {
+      absl::FPrintF(out, "%-20s unknown (%s)\n", "failover_ready",
+                    report.status().message());
+    }
+  }
   return kExitOk;
 }
 

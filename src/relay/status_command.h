@@ -13,7 +13,14 @@
 //   retained_wal_bytes   3184 (3.1 KiB)
 //   wal_status           reserved
 //   safe_wal_size        unlimited
+//   failover             true
+//   standby              10.0.0.2:5432 slot synced=true failover=true
+//   failover_ready       true
 //
+// The failover lines (PostgreSQL 17+ failover slots) come from
+// pg/failover_readiness.h: one "standby" line per standby found (the other
+// hosts of a multi-host postgres.conninfo, and postgres.standby_conninfo),
+// then "failover_ready" and one "problem" line per unsafe setting.
 // Returns the process exit code: 0, kExitPrecondition (3) with one line on
 // stderr when the slot does not exist, kExitInternal (1) when PostgreSQL
 // cannot be reached or queried.
@@ -25,6 +32,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "pg/failover_readiness.h"
 #include "pg/slot_monitor.h"
 
 namespace outbox {
@@ -33,6 +41,9 @@ int RunStatusCommand(const Config& config, FILE* out, FILE* err);
 
 // The report above for one slot (exposed for tests).
 std::string FormatSlotStatus(const SlotStatus& slot);
+
+// The failover lines above from a readiness check (exposed for tests).
+std::string FormatFailoverReport(const FailoverReport& report);
 
 // 3184 -> "3184 (3.1 KiB)".
 std::string HumanBytes(int64_t bytes);

@@ -1,9 +1,12 @@
 #include "relay/supervisor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,11 +15,13 @@
 #include "kafka/checkpoint_reader.h"
 #include "kafka/rdkafka_sink.h"
 #include "outbox/status_macros.h"
+#include "pg/failover_readiness.h"
 #include "pg/libpq_replication_stream.h"
 #include "pg/slot_monitor.h"
 #include "plugin/output_plugin.h"
 #include "relay/file_slot_history.h"
 #include "relay/relay.h"
+#include "relay/server_change.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -29,6 +34,7 @@ ReplicationOptions StreamOptions(const Config& config, const Router& router,
   o.conninfo = config.postgres.conninfo;
   o.slot = config.postgres.slot;
   o.create_slot = config.postgres.create_slot;
+  o.failover_slot = config.postgres.failover_slot;
   o.history = history;
   o.connect_timeout_s = static_cast<int>(config.postgres.connect_timeout_s);
   for (const auto& t : router.RequiredColumns()) {
@@ -102,6 +108,13 @@ void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop,
 }
 
 constexpr std::chrono::milliseconds kSlotMonitorTick{500};
+// Failover readiness connects to every standby: a slower round than the
+// slot's, and at once when a session starts. While a check finds problems
+// the next comes sooner, so that a slot the standby synchronizes a few
+// seconds after its creation, or a setting an operator just fixed, is seen
+// ready without waiting a whole round.
+constexpr std::chrono::seconds kFailoverCheckInterval{60};
+constexpr std::chrono::seconds kFailoverRecheckInterval{10};
 
 absl::StatusOr<std::unique_ptr<FileSlotHistory>> OpenHistory(
     const Config& config) {
@@ -121,7 +134,12 @@ absl::StatusOr<std::unique_ptr<FileSlotHistory>> OpenHistory(
 // normal connection (never the replication one: a slow query must not stall
 // the relay loop), sets the slot gauges (with metrics) and moves the slot
 // marker's confirmed position (with a history). Errors are counted and
-// logged once per distinct message; the next round reconnects. Destruction
+// logged once per distinct message; the next round reconnects. With
+// postgres.failover_slot, while the slot is active (the session has set its
+// failover flag), it also checks failover readiness every
+// kFailoverCheckInterval (kFailoverRecheckInterval while it finds
+// problems): each problem is logged once when it appears, and the gauge
+// follows every check. Destruction
 // waits for a query or connect in progress (at most
 // postgres.connect_timeout_s).
 
@@ -131,7 +149,9 @@ class SlotMonitorThread {
   SlotMonitorThread(const Config& config, RelayMetrics* metrics,
                     FileSlotHistory* history)
       : conninfo_(config.postgres.conninfo),
+        standby_conninfo_(config.postgres.standby_conninfo),
         slot_(config.postgres.slot),
+        failover_slot_(config.postgres.failover_slot),
         connect_timeout_s_(static_cast<int>(config.postgres.connect_timeout_s)),
         metrics_(metrics),
         history_(history),
@@ -157,6 +177,7 @@ class SlotMonitorThread {
       auto now = std::chrono::steady_clock::now();
       const bool now_streaming = metrics_ != nullptr && metrics_->streaming();
       if (now >= next || now_streaming != streaming) {
+        if (now_streaming && !streaming) next_failover_check_ = now;
         streaming = now_streaming;
         lock.unlock();
         QueryOnce();
@@ -181,6 +202,7 @@ class SlotMonitorThread {
       return;
     }
     if (metrics_ != nullptr) metrics_->SetSlot(*s);
+    if (failover_slot_ && s->active) CheckFailover();
     if (history_ != nullptr) {
       if (absl::Status h = history_->Confirmed(s->confirmed_flush_lsn);
           !h.ok()) {
@@ -188,6 +210,40 @@ class SlotMonitorThread {
       }
     }
     last_error_.clear();
+  }
+
+  void CheckFailover() {
+    auto now = std::chrono::steady_clock::now();
+    if (now < next_failover_check_) return;
+    next_failover_check_ = now + kFailoverCheckInterval;
+    absl::StatusOr<FailoverReport> r = CheckFailoverReadiness(
+        {conninfo_, standby_conninfo_, slot_, connect_timeout_s_});
+    if (!r.ok()) return Failed(r.status(), "cannot check failover readiness");
+    if (!r->supported) {
+      // Said once; checked again only when a session starts.
+      next_failover_check_ = std::chrono::steady_clock::time_point::max();
+      if (failover_unsupported_noted_) return;
+      failover_unsupported_noted_ = true;
+      Log(Severity::kInfo,
+          "postgres.failover_slot has no effect: PostgreSQL 16 and older have "
+          "no failover slots",
+          {{"server_version_num", absl::StrCat(r->version_num)}});
+      return;
+    }
+    if (!r->problems.empty())
+      next_failover_check_ = now + kFailoverRecheckInterval;
+    if (metrics_ != nullptr) metrics_->SetFailoverProblems(r->problems.size());
+    for (const std::string& p : r->problems) {
+      if (std::find(failover_problems_.begin(), failover_problems_.end(), p) ==
+          failover_problems_.end()) {
+        Log(Severity::kWarn, absl::StrCat("failover not safe: ", p));
+      }
+    }
+    if (r->problems.empty() && !failover_problems_.empty()) {
+      Log(Severity::kInfo, "failover ready: every check passed",
+          {{"standbys", absl::StrCat(r->standbys.size())}});
+    }
+    failover_problems_ = std::move(r->problems);
   }
 
   void Failed(const absl::Status& s,
@@ -199,12 +255,19 @@ class SlotMonitorThread {
   }
 
   const std::string conninfo_;
+  const std::string standby_conninfo_;
   const std::string slot_;
+  const bool failover_slot_;
   const int connect_timeout_s_;
   RelayMetrics* metrics_;
   FileSlotHistory* history_;
   std::unique_ptr<SlotMonitor> monitor_;  // monitor thread only
   std::string last_error_;                // monitor thread only
+  // Monitor thread only: when to check failover readiness next, and the
+  // problems the last check logged.
+  std::chrono::steady_clock::time_point next_failover_check_;
+  std::vector<std::string> failover_problems_;
+  bool failover_unsupported_noted_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;   // guarded by mu_
@@ -241,6 +304,12 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     }
     history = std::move(*h);
   }
+  // The previous session's server, to log a promotion or another cluster;
+  // before the first session, the one the slot marker recorded (a promotion
+  // while the relay was down).
+  std::optional<ServerIdentity> previous_server;
+  if (history != nullptr) previous_server = history->RecordedServer();
+  bool first_session = true;
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -269,6 +338,10 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     }
     last_wait.clear();
     const ServerInfo& server = (*stream)->server();
+    if (server.slot_failover_enabled) {
+      Log(Severity::kInfo, "enabled failover on the replication slot",
+          {{"slot", config.postgres.slot}});
+    }
     KafkaOptions session_kafka = kafka;
     if (config.kafka.exactly_once) {
       session_kafka.transactional_id =
@@ -291,6 +364,16 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
       Log(Severity::kError, std::string(sink.status().message()));
       return kExitUsage;
     }
+    ServerIdentity identity{server.system_id, server.timeline, server.endpoint};
+    if (first_session && previous_server.has_value() &&
+        previous_server->system_id != identity.system_id) {
+      previous_server.reset();  // FileSlotHistory::Record() warned already
+    }
+    for (const std::string& change : ServerChanges(previous_server, identity)) {
+      Log(Severity::kWarn, change, {{"slot", config.postgres.slot}});
+    }
+    previous_server = identity;
+    first_session = false;
     // Exactly once: after init_transactions (which aborts what a previous
     // producer left open, so the read below is not held back by it), the
     // last committed checkpoint decides what is already published.
@@ -324,12 +407,15 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
                                                            *checkpoint);
     }
     Log(Severity::kInfo, "streaming",
-        {{"server", server.version},
+        {{"host", server.endpoint},
+         {"server", server.version},
          {"system_id", server.system_id},
+         {"timeline", absl::StrCat(server.timeline)},
          {"database", server.dbname},
          {"slot", config.postgres.slot},
          {"plugin", std::string((*plugin)->name())},
          {"slot_created", server.slot_created ? "true" : "false"},
+         {"failover_slot", server.slot_failover ? "true" : "false"},
          {"slot_marker", history != nullptr ? history->path() : "none"},
          {"start_lsn", FormatLsn(server.slot_confirmed_flush)},
          {"kafka", config.kafka.brokers},

@@ -71,6 +71,33 @@ TEST(AuditTest, WrongKeyIsMisrouted) {
   EXPECT_FALSE(r.Passed());
 }
 
+TEST(MissingEventsTest, ThoseNoRecordCarriesInCreationOrder) {
+  // Read from the tables out of creation order; e2 and e4 have no record.
+  std::vector<CommittedEvent> committed = {
+      {"e4", "k1", 4}, {"e1", "k1", 1}, {"e2", "k2", 2}, {"e3", "k1", 3}};
+  // Duplicates, a record of another event and one without an id header
+  // change nothing.
+  std::vector<PublishedRecord> records = {Rec("e3", "k1"), Rec("e1", "k1"),
+                                          Rec("e3", "k1"), Rec("x", "k1"),
+                                          Rec("", "k2")};
+  std::vector<size_t> missing = MissingEvents(committed, records);
+  ASSERT_EQ(missing.size(), 2u);
+  EXPECT_EQ(committed[missing[0]].id, "e2");
+  EXPECT_EQ(committed[missing[1]].id, "e4");
+}
+
+TEST(MissingEventsTest, EqualSeqsKeepTheirOrderAndNothingMissingIsEmpty) {
+  // No creation-order column: every seq is 0.
+  std::vector<CommittedEvent> committed = {
+      {"b", "k", 0}, {"a", "k", 0}, {"c", "k", 0}};
+  std::vector<size_t> missing = MissingEvents(committed, {Rec("a", "k")});
+  EXPECT_EQ(missing, (std::vector<size_t>{0, 2}));
+  EXPECT_TRUE(
+      MissingEvents(committed, {Rec("a", "k"), Rec("b", "k"), Rec("c", "k")})
+          .empty());
+  EXPECT_TRUE(MissingEvents({}, {Rec("a", "k")}).empty());
+}
+
 TEST(AuditTest, JsonHasEveryCount) {
   auto r = Audit(Events(), {Rec("e1", "k1")});
   std::string j = r.ToJson();

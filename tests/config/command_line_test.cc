@@ -44,6 +44,50 @@ TEST(CommandLineTest, Subcommands) {
               HasSubstr("unexpected argument \"status\""));
 }
 
+TEST(CommandLineTest, RepublishTakesARange) {
+  auto cl =
+      Parse({"republish", "--since", "2024-05-01 10:00:00+00",
+             "--until=2024-05-01 11:00", "--dry-run", "--timeout-s", "30"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->command, CommandLine::Command::kRepublish);
+  EXPECT_EQ(cl->republish.since, "2024-05-01 10:00:00+00");
+  EXPECT_EQ(cl->republish.until, "2024-05-01 11:00");
+  EXPECT_FALSE(cl->republish.all);
+  EXPECT_TRUE(cl->republish.dry_run);
+  EXPECT_EQ(cl->republish.timeout_s, 30);
+  cl = Parse({"--all", "republish"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_TRUE(cl->republish.all);
+  EXPECT_FALSE(cl->republish.dry_run);
+  // --help still answers without a range.
+  EXPECT_TRUE(Parse({"republish", "--help"})->help);
+}
+
+TEST(CommandLineTest, RepublishWithoutARangeIsRefusedWithTheReason) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"republish"},
+           {"republish", "--dry-run"},
+           {"republish", "--until", "2024-05-01"}}) {
+    auto cl = Parse(args);
+    EXPECT_EQ(cl.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(cl.status().message(),
+                HasSubstr("republish needs a range: --since TIMESTAMP"));
+    EXPECT_THAT(cl.status().message(),
+                HasSubstr("would flood consumers with old events"));
+  }
+  EXPECT_THAT(Parse({"republish", "--all", "--since", "x"}).status().message(),
+              HasSubstr("--all or --since/--until, not both"));
+  EXPECT_THAT(
+      Parse({"republish", "--all", "--timeout-s", "0"}).status().message(),
+      HasSubstr("--timeout-s needs a positive number"));
+  // The range flags mean nothing to the other commands.
+  EXPECT_THAT(Parse({"--since", "2024-05-01"}).status().message(),
+              HasSubstr("--since belongs to the republish command"));
+  EXPECT_THAT(Parse({"status", "--dry-run"}).status().message(),
+              HasSubstr("--dry-run belongs to the republish command"));
+}
+
 TEST(CommandLineTest, BothValueForms) {
   auto cl = Parse({"--config=a.yaml", "--pg", "host=x port=5", "--kafka=k:1",
                    "--slot", "s", "--tables=a,b", "--topic", "t.{type}",
@@ -93,7 +137,7 @@ TEST(CommandLineTest, Errors) {
 
 TEST(CommandLineTest, HelpTextListsFlagsAndCommands) {
   std::string help = HelpText("outbox-poller");
-  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [run|status]"));
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [run|status|republish]"));
   for (const char* flag : {"--config FILE", "--pg CONNINFO", "--kafka BROKERS",
                            "--slot NAME", "--tables A,B", "--topic TEMPLATE",
                            "--set KEY=VALUE", "--help", "--version"}) {

@@ -18,16 +18,7 @@ class PgOutputE2ETest : public RelayE2ETest,
  protected:
   std::string PgConninfo() override {
     pg_dir_ = TempDir("pg" + std::to_string(GetParam())) + "/pg";
-    if (RunScript(
-            "pg.sh stop " + pg_dir_ +
-            " >/dev/null 2>&1; OUTBOX_PG_MAJOR=" + std::to_string(GetParam()) +
-            " " + std::string(getenv("OUTBOX_ROOT")) + "/scripts/pg.sh start " +
-            pg_dir_ + " >/dev/null") != 0) {
-      return "";
-    }
-    std::string port = ReadFile(pg_dir_ + "/port");
-    while (!port.empty() && port.back() == '\n') port.pop_back();
-    return "host=127.0.0.1 port=" + port + " user=postgres dbname=postgres";
+    return StartPgCluster(GetParam(), pg_dir_);
   }
 
   void SetUp() override {
@@ -86,19 +77,8 @@ TEST_P(PgOutputE2ETest, SigkillAtRandomMomentsLosesNothing) {
   int dups = Audit(committed, rolled_back, committed.size());
   // outbox-audit, the product's own check, agrees: nothing missing,
   // nothing unknown, per-key order kept.
-  std::vector<std::string> args = {BinaryPath("outbox-audit"),
-                                   "--pg",
-                                   pg_conninfo_,
-                                   "--kafka",
-                                   env_->kafka_brokers(),
-                                   "--tables",
-                                   "public." + table_,
-                                   "--topic",
-                                   topic_,
-                                   "--json"};
-  auto audit = Process::Start(args, dir_ + "/audit.log");
-  int code = audit->Wait(180000);
-  std::string out = audit->Output();
+  std::string out;
+  int code = RunOutboxAudit({"--json"}, &out);
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("\"missing\":0"));
   EXPECT_THAT(out, HasSubstr("\"unknown\":0"));

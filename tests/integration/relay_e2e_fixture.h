@@ -30,6 +30,21 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// Starts a PostgreSQL cluster of `major` in `dir` (scripts/pg.sh, after
+// stopping whatever was there); its conninfo, or "" when it did not start.
+// Stop it with RunScript("pg.sh stop " + dir).
+inline std::string StartPgCluster(int major, const std::string& dir) {
+  if (RunScript("pg.sh stop " + dir +
+                " >/dev/null 2>&1; OUTBOX_PG_MAJOR=" + std::to_string(major) +
+                " " + std::string(getenv("OUTBOX_ROOT")) +
+                "/scripts/pg.sh start " + dir + " >/dev/null") != 0) {
+    return "";
+  }
+  std::string port = ReadFile(dir + "/port");
+  while (!port.empty() && port.back() == '\n') port.pop_back();
+  return "host=127.0.0.1 port=" + port + " user=postgres dbname=postgres";
+}
+
 struct Event {
   std::string id, key, payload;
   int writer = 0, seq = 0;
@@ -168,9 +183,11 @@ class RelayE2ETest : public ::testing::Test {
 
   // Checks Kafka against the committed events: every one present with its
   // key, value and id header; nothing rolled back; per-key order of first
-  // occurrences follows commit order. Returns the duplicate count.
+  // occurrences follows commit order. Returns the duplicate count; with
+  // `repeated`, also the ids that came more than once.
   int Audit(const std::vector<Event>& committed,
-            const std::vector<std::string>& rolled_back, size_t want) {
+            const std::vector<std::string>& rolled_back, size_t want,
+            std::set<std::string>* repeated = nullptr) {
     std::set<std::string> want_ids;
     for (const auto& e : committed) want_ids.insert(e.id);
     // Consume until every committed id was seen (duplicates do not count).
@@ -195,6 +212,7 @@ class RelayE2ETest : public ::testing::Test {
       std::string id = m.Header("id");
       if (by_id.count(id)) {
         ++duplicates;
+        if (repeated != nullptr) repeated->insert(id);
         continue;
       }
       by_id[id] = &m;
@@ -223,6 +241,27 @@ class RelayE2ETest : public ::testing::Test {
       }
     }
     return duplicates;
+  }
+
+  // outbox-audit, the product's own check, on this test's table and topic
+  // against the fixture's PostgreSQL and Kafka, with `extra` arguments.
+  // Returns its exit code; *output gets what it printed.
+  int RunOutboxAudit(const std::vector<std::string>& extra,
+                     std::string* output) {
+    std::vector<std::string> args = {BinaryPath("outbox-audit"),
+                                     "--pg",
+                                     pg_conninfo_,
+                                     "--kafka",
+                                     env_->kafka_brokers(),
+                                     "--tables",
+                                     "public." + table_,
+                                     "--topic",
+                                     topic_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto audit = Process::Start(args, dir_ + "/audit.log");
+    int code = audit->Wait(180000);
+    *output = audit->Output();
+    return code;
   }
 
   // A 2 MB payload: over the producer's message.max.bytes (1 MB).

@@ -55,5 +55,19 @@ TEST(SlotLossTest, WithoutCreateSlotTheFixIsToCreateItByHand) {
               HasSubstr("(or delete /m/s.slot)"));
 }
 
+TEST(SlotLossTest, TheFixNamesTheRepublishCommandAfterTheNewSlot) {
+  for (bool can_create : {true, false}) {
+    std::string fix = LostEventsAndFix("s", 0x10, can_create, "");
+    size_t slot = fix.find(can_create ? "acknowledge_slot_loss=0/10"
+                                      : "pg_create_logical_replication_slot");
+    size_t republish =
+        fix.find("outbox-relay republish --since <a time before the loss>");
+    ASSERT_NE(slot, std::string::npos) << fix;
+    ASSERT_NE(republish, std::string::npos) << fix;
+    // The new slot first: then no event falls between the two.
+    EXPECT_LT(slot, republish) << fix;
+  }
+}
+
 }  // namespace
 }  // namespace outbox

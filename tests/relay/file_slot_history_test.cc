@@ -84,6 +84,38 @@ TEST_F(FileSlotHistoryTest, AFirstRunMayCreateAndIsRecorded) {
   EXPECT_EQ(files, 1);
 }
 
+TEST_F(FileSlotHistoryTest, TheTimelineAndHostAreRecordedForTheNextProcess) {
+  auto h = Open();
+  EXPECT_FALSE(h->RecordedServer().has_value());  // no marker yet
+  ServerInfo s = Server("7001", kL1);
+  s.timeline = 1;
+  s.endpoint = "127.0.0.1:5432";
+  ASSERT_TRUE(h->Record(s).ok());
+  // A promotion rewrites the marker even at the same confirmed position.
+  s.timeline = 2;
+  s.endpoint = "127.0.0.1:5433";
+  ASSERT_TRUE(h->Record(s).ok());
+  EXPECT_THAT(Marker(), AllOf(HasSubstr("\ntimeline=2\n"),
+                              HasSubstr("\nendpoint=127.0.0.1:5433\n")));
+  auto next = Open();
+  ASSERT_TRUE(next->RecordedServer().has_value());
+  EXPECT_EQ(next->RecordedServer()->system_id, "7001");
+  EXPECT_EQ(next->RecordedServer()->timeline, 2);
+  EXPECT_EQ(next->RecordedServer()->endpoint, "127.0.0.1:5433");
+}
+
+TEST_F(FileSlotHistoryTest, AMarkerWithoutTimelineStillReads) {
+  std::filesystem::create_directories(dir_);
+  std::ofstream(dir_ + "/outbox_relay.slot")
+      << "slot=outbox_relay\nsystem_id=7001\ndatabase=app\n"
+         "confirmed_lsn=0/16B3748\n";
+  auto h = Open();
+  EXPECT_FALSE(h->RecordedServer().has_value());
+  // Still the slot's marker: a missing slot is refused.
+  EXPECT_THAT(Refusal(h->CheckCreate(Server("7001", kInvalidLsn))),
+              HasSubstr("0/16B3748"));
+}
+
 TEST_F(FileSlotHistoryTest, ThisProcessRefusesASlotItHasSeen) {
   auto h = Open();
   ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());
@@ -95,7 +127,7 @@ TEST_F(FileSlotHistoryTest, ThisProcessRefusesASlotItHasSeen) {
                                    "it before"),
                          HasSubstr("events committed after 0/16B3748 are in "
                                    "no slot"),
-                         HasSubstr("Re-publish them from the outbox table"),
+                         HasSubstr("outbox-relay republish --since"),
                          HasSubstr("--set postgres.acknowledge_slot_loss="
                                    "0/16B3748"),
                          HasSubstr("or delete " + h->path())));

@@ -1,6 +1,8 @@
 // The Relay loop's metrics (RelayMetrics) against fakes: per-topic counters,
 // delivery latency from commit time, in-flight and lag gauges.
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "relay/relay_fixture.h"
@@ -122,6 +124,17 @@ TEST_F(RelayMetricsTest, ALostSlotIsASlotProblemWhileItLasts) {
   slot.wal_status = "unreserved";  // still usable, if barely
   metrics_->SetSlot(slot);
   EXPECT_EQ(metrics_->slot_problem(), "");
+}
+
+TEST_F(RelayMetricsTest, FailoverReadinessGaugeNeverTouchesReadiness) {
+  EXPECT_TRUE(std::isnan(Get("outbox_relay_failover_ready")));  // unchecked
+  metrics_->SetFailoverProblems(2);
+  EXPECT_EQ(Get("outbox_relay_failover_ready"), 0);
+  EXPECT_EQ(Get("outbox_relay_failover_problems"), 2);
+  EXPECT_EQ(metrics_->slot_problem(), "");  // /readyz stays up
+  metrics_->SetFailoverProblems(0);
+  EXPECT_EQ(Get("outbox_relay_failover_ready"), 1);
+  EXPECT_EQ(Get("outbox_relay_failover_problems"), 0);
 }
 
 }  // namespace

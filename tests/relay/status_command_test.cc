@@ -39,7 +39,38 @@ TEST(StatusCommandTest, ReportsEveryField) {
             "lag_bytes            3128 (3.1 KiB)\n"
             "retained_wal_bytes   3184 (3.1 KiB)\n"
             "wal_status           reserved\n"
-            "safe_wal_size        unlimited\n");
+            "safe_wal_size        unlimited\n"
+            "failover             n/a (PostgreSQL 16 or older)\n");
+  s.failover = true;
+  EXPECT_THAT(FormatSlotStatus(s),
+              ::testing::HasSubstr("\nfailover             true\n"));
+}
+
+TEST(StatusCommandTest, FailoverReportPerStandby) {
+  FailoverReport r;
+  r.supported = true;
+  StandbyFacts synced;
+  synced.node = "s1:5432";
+  synced.slot_exists = synced.slot_synced = synced.slot_failover = true;
+  StandbyFacts missing;
+  missing.node = "s2:5433";
+  StandbyFacts down;
+  down.node = "s3:5432";
+  down.error = "connection refused";
+  r.standbys = {synced, missing, down};
+  r.problems = {"one", "two"};
+  EXPECT_EQ(FormatFailoverReport(r),
+            "standby              s1:5432 slot synced=true failover=true\n"
+            "standby              s2:5433 slot missing\n"
+            "standby              s3:5432 not reached: connection refused\n"
+            "failover_ready       false (2 problems)\n"
+            "problem              one\n"
+            "problem              two\n");
+  r.standbys = {synced};
+  r.problems.clear();
+  EXPECT_EQ(FormatFailoverReport(r),
+            "standby              s1:5432 slot synced=true failover=true\n"
+            "failover_ready       true\n");
 }
 
 TEST(StatusCommandTest, InactiveLostSlotWithLimit) {

@@ -1,0 +1,301 @@
+#include "relay/republish_command.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "audit/audit.h"
+#include "audit/audit_sources.h"
+#include "daemon/exit_code.h"
+#include "kafka/rdkafka_sink.h"
+#include "outbox/status_macros.h"
+#include "pg/pg_connection.h"
+#include "poller/outbox_row.h"
+#include "poller/outbox_row_sql.h"
+#include "relay/supervisor.h"
+#include "route/router.h"
+
+namespace outbox {
+namespace {
+
+constexpr size_t kExampleIds = 5;
+// While records are outstanding, how long to wait for reports in one go.
+constexpr int kPollMs = 100;
+
+struct TableRows {
+  TableShape shape;
+  std::vector<OutboxRow> rows;
+};
+
+// The rows in range, and one CommittedEvent per row (seq: its position in
+// reading order, which is creation order within each table) with where it
+// is: rows_at[i] = {table, row}.
+struct RowsInRange {
+  std::vector<TableRows> tables;
+  std::vector<CommittedEvent> events;
+  std::vector<std::pair<size_t, size_t>> rows_at;
+};
+
+// The server's reading of a --since/--until value, as text in UTC;
+// InvalidArgument naming the flag when it cannot read it.
+absl::StatusOr<std::string> ServerTime(PgConnection* db, const char* flag,
+                                       const std::string& text) {
+  absl::StatusOr<PgResult> res =
+      db->QueryParams("SELECT $1::timestamptz::text", {text});
+  if (!res.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " \"", text, "\": ", res.status().message()));
+  }
+  return PgConnection::Value(*res, 0, 0);
+}
+
+absl::StatusOr<RowsInRange> ReadRows(PgConnection* db, const Config& config,
+                                     const Router& router,
+                                     const CommandLine::Republish& options) {
+  std::vector<std::string> params;
+  if (!options.all) {
+    params.push_back(options.since);
+    if (!options.until.empty()) params.push_back(options.until);
+  }
+  RowsInRange out;
+  const std::vector<Router::TableColumns> required = router.RequiredColumns();
+  for (size_t t = 0; t < required.size(); ++t) {
+    const Router::TableColumns& table = required[t];
+    const OutboxTable& mapping = config.outbox.tables.at(t);
+    ASSIGN_OR_RETURN(
+        PgResult cols,
+        db->QueryParams(kColumnTypesSql, {table.schema, table.table}));
+    std::map<std::string, std::string> types;
+    for (int i = 0; i < PgConnection::Rows(cols); ++i) {
+      types[PgConnection::Value(cols, i, 0)] = PgConnection::Value(cols, i, 1);
+    }
+    ASSIGN_OR_RETURN(TableShape shape,
+                     ShapeOf(table.schema, table.table, table.columns, types));
+    size_t id_column = 0;
+    while (id_column < shape.columns.size() &&
+           shape.columns[id_column].name != mapping.columns.id) {
+      ++id_column;
+    }
+    if (id_column == shape.columns.size()) {
+      return absl::InternalError("the id column is not among the mapped ones");
+    }
+    const std::string time = db->Identifier(kRepublishTimeColumn);
+    std::string where;
+    if (!options.all) {
+      if (types.count(kRepublishTimeColumn) == 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "outbox table ", shape.QualifiedName(), " has no column \"",
+            kRepublishTimeColumn,
+            "\" to select --since/--until on (sql/outbox.sql); use --all"));
+      }
+      where = absl::StrCat(" WHERE ", time, " >= $1::timestamptz");
+      if (!options.until.empty()) {
+        absl::StrAppend(&where, " AND ", time, " < $2::timestamptz");
+      }
+    }
+    // Creation order, as the audit reads it: seq, else created_at.
+    std::string order;
+    if (types.count("seq") != 0) {
+      order = " ORDER BY seq";
+    } else if (types.count(kRepublishTimeColumn) != 0) {
+      order = absl::StrCat(" ORDER BY ", time);
+    }
+    std::string sql =
+        absl::StrCat("SELECT ", MappedColumnsSelectList(*db, shape), " FROM ",
+                     db->Identifier(table.schema), ".",
+                     db->Identifier(table.table), where, order);
+    ASSIGN_OR_RETURN(PgResult res, db->QueryParams(sql, params));
+    TableRows rows{std::move(shape), {}};
+    rows.rows.resize(PgConnection::Rows(res));
+    for (int i = 0; i < PgConnection::Rows(res); ++i) {
+      OutboxRow& row = rows.rows[i];
+      absl::Status s = DecodeMappedColumns(rows.shape, res.get(), i, 0, &row);
+      if (!s.ok()) {
+        return absl::InternalError(
+            absl::StrCat(rows.shape.QualifiedName(), ": ", s.message()));
+      }
+      out.events.push_back(
+          {row.values[id_column], "", static_cast<int64_t>(out.events.size())});
+      out.rows_at.emplace_back(t, i);
+    }
+    out.tables.push_back(std::move(rows));
+  }
+  return out;
+}
+
+// Every topic an event of these tables can be in: the templates' topics,
+// and the dead-letter topic when the relay dead-letters.
+std::vector<std::string> TopicPatterns(const Config& config) {
+  std::vector<std::string> patterns;
+  for (const OutboxTable& t : config.outbox.tables) {
+    patterns.push_back(TopicPattern(t.topic));
+  }
+  if (config.outbox.on_invalid == OnInvalid::kDeadLetter) {
+    patterns.push_back(TopicPattern(config.outbox.dead_letter_topic));
+  }
+  return patterns;
+}
+
+struct Outcome {
+  int64_t delivered = 0;
+  int64_t failed = 0;
+  std::string first_error;  // "<id>: <why>"
+
+  void Fail(absl::string_view id, absl::string_view why) {
+    if (failed++ == 0) first_error = absl::StrCat(id, ": ", why);
+  }
+};
+
+// Produces the events at `missing` in order and waits for every report.
+Outcome Produce(const Config& config, const RowsInRange& rows,
+                const std::vector<size_t>& missing, const Router& router) {
+  Outcome outcome;
+  absl::StatusOr<std::unique_ptr<RdKafkaSink>> created =
+      RdKafkaSink::Create(RelayKafkaOptions(config));
+  if (!created.ok()) {
+    for (size_t i : missing) {
+      outcome.Fail(rows.events[i].id, created.status().message());
+    }
+    return outcome;
+  }
+  RdKafkaSink& sink = **created;
+  sink.SetDeliveryHandler([&](const DeliveryReport& report) {
+    if (report.status.ok()) {
+      ++outcome.delivered;
+    } else {
+      outcome.Fail(rows.events[report.ticket].id, report.status.message());
+    }
+  });
+  Change change;
+  Record record;
+  for (size_t i : missing) {
+    const auto [t, r] = rows.rows_at[i];
+    ToChange(rows.tables[t].shape, rows.tables[t].rows[r], &change);
+    absl::Status s = router.Route(change, &record);
+    const auto give_up =
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(config.kafka.flush_timeout_ms);
+    while (s.ok()) {
+      s = sink.Produce(record, i);
+      if (!absl::IsResourceExhausted(s) && !absl::IsUnavailable(s)) break;
+      if (std::chrono::steady_clock::now() > give_up) break;
+      sink.Poll(kPollMs);  // a full queue or a topic not known yet
+    }
+    if (!s.ok()) outcome.Fail(rows.events[i].id, s.message());
+    sink.Poll(0);
+  }
+  // Every report, as long as they keep coming: a round of
+  // kafka.flush_timeout_ms without one gives up on the rest.
+  int64_t before = sink.outstanding() + 1;
+  while (sink.outstanding() > 0 && sink.outstanding() < before) {
+    before = sink.outstanding();
+    sink.Flush(static_cast<int>(config.kafka.flush_timeout_ms)).IgnoreError();
+  }
+  if (sink.outstanding() > 0) {
+    const int64_t lost = sink.outstanding();
+    outcome.failed += lost;
+    if (outcome.first_error.empty()) {
+      outcome.first_error = absl::StrCat(
+          lost, " records had no delivery report within ",
+          config.kafka.flush_timeout_ms, " ms (kafka.flush_timeout_ms)");
+    }
+  }
+  return outcome;
+}
+
+int ExitCodeFor(const absl::Status& status) {
+  if (absl::IsInvalidArgument(status)) return kExitUsage;
+  if (absl::IsFailedPrecondition(status)) return kExitPrecondition;
+  return kExitInternal;
+}
+
+}  // namespace
+
+int RunRepublishCommand(const Config& config,
+                        const CommandLine::Republish& options, FILE* out,
+                        FILE* err) {
+  auto fail = [&](const absl::Status& status) {
+    fprintf(err, "outbox-relay republish: %s\n",
+            std::string(status.message()).c_str());
+    return ExitCodeFor(status);
+  };
+  absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config);
+  if (!router.ok()) return fail(router.status());
+  PgConnectOptions connect;
+  connect.conninfo = config.postgres.conninfo;
+  connect.application_name = "outbox-relay republish";
+  connect.connect_timeout_s =
+      static_cast<int>(config.postgres.connect_timeout_s);
+  connect.settings = kOutboxRowSettings;
+  absl::StatusOr<std::unique_ptr<PgConnection>> db =
+      PgConnection::Connect(connect);
+  if (!db.ok()) return fail(db.status());
+
+  std::string range = "every row";
+  if (!options.all) {
+    absl::StatusOr<std::string> since =
+        ServerTime(db->get(), "--since", options.since);
+    if (!since.ok()) return fail(since.status());
+    range = absl::StrCat(kRepublishTimeColumn, " >= ", *since);
+    if (!options.until.empty()) {
+      absl::StatusOr<std::string> until =
+          ServerTime(db->get(), "--until", options.until);
+      if (!until.ok()) return fail(until.status());
+      absl::StrAppend(&range, " and < ", *until);
+    }
+  }
+  // The tables before the topics: see the header.
+  absl::StatusOr<RowsInRange> rows =
+      ReadRows(db->get(), config, **router, options);
+  if (!rows.ok()) return fail(rows.status());
+  db->reset();
+  absl::StatusOr<std::vector<PublishedRecord>> records =
+      ReadPublishedRecords(config, TopicPatterns(config), options.timeout_s);
+  if (!records.ok()) {
+    return fail(absl::Status(
+        records.status().code(),
+        absl::StrCat("reading the topics back: ", records.status().message())));
+  }
+  const std::vector<size_t> missing = MissingEvents(rows->events, *records);
+
+  const int64_t considered = static_cast<int64_t>(rows->events.size());
+  const int64_t to_publish = static_cast<int64_t>(missing.size());
+  fprintf(out, "range               %s\n", range.c_str());
+  fprintf(out, "events considered   %lld\n",
+          static_cast<long long>(considered));
+  fprintf(out, "already in Kafka    %lld\n",
+          static_cast<long long>(considered - to_publish));
+  if (options.dry_run) {
+    std::vector<absl::string_view> ids;
+    for (size_t i = 0; i < missing.size() && i < kExampleIds; ++i) {
+      ids.push_back(rows->events[missing[i]].id);
+    }
+    fprintf(out, "would re-publish    %lld%s%s\n",
+            static_cast<long long>(to_publish), ids.empty() ? "" : ": ",
+            absl::StrCat(absl::StrJoin(ids, ", "),
+                         missing.size() > ids.size() ? ", ..." : "")
+                .c_str());
+    return kExitOk;
+  }
+  Outcome outcome = Produce(config, *rows, missing, **router);
+  fprintf(out, "re-published        %lld\n",
+          static_cast<long long>(outcome.delivered));
+  fprintf(out, "failed              %lld\n",
+          static_cast<long long>(outcome.failed));
+  fflush(out);
+  if (outcome.failed > 0 || outcome.delivered != to_publish) {
+    fprintf(err,
+            "outbox-relay republish: %lld of %lld missing events were not "
+            "delivered (first: %s); run it again, consumers de-duplicate on "
+            "the id header\n",
+            static_cast<long long>(to_publish - outcome.delivered),
+            static_cast<long long>(to_publish), outcome.first_error.c_str());
+    return kExitInternal;
+  }
+  return kExitOk;
+}
+
+}  // namespace outbox

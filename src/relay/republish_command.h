@@ -1,0 +1,54 @@
+// `outbox-relay republish`: closes the gap a lost replication slot leaves
+// (a failover on PostgreSQL <= 16, a slot not synchronized to the promoted
+// standby, a slot dropped or invalidated) with one command.
+//
+//   outbox-relay republish --since TIMESTAMP [--until TIMESTAMP] [--dry-run]
+//   outbox-relay republish --all [--dry-run]
+//
+// It reads the outbox tables' rows created in the range (created_at >=
+// since, < until; every row with --all), then every record of the topics
+// the tables' templates can produce (the audit's reader, so also records
+// produced while it runs are seen only up to the end offsets at its start),
+// and produces exactly the events whose id no record carries
+// (MissingEvents, audit/audit.h): read as outbox-poller reads rows
+// (poller/outbox_row_sql.h), through the relay's Router and its Kafka
+// producer options (RelayKafkaOptions), so topic, key, value and headers are
+// the bytes outbox-relay produces for the same row. Consumers de-duplicate
+// on the id header. Order: per table, in creation order (seq, else
+// created_at). Under on_invalid: dead_letter the dead-letter topic is read
+// too: an event the relay dead-lettered is in Kafka. A row the Router cannot
+// map is counted failed, never dead-lettered here.
+//
+// The tables are read before the topics, so an event the running relay
+// delivers in between is at worst produced twice, never skipped. It never
+// touches the replication slot.
+//
+// Prints what it did (events considered, already in Kafka, re-published,
+// failed) on `out`. Exit 0 when every missing event was delivered (or, with
+// dry_run, always after the count); otherwise one line on `err` and
+// kExitInternal (a delivery failed, a server could not be read) or
+// kExitPrecondition (a table or the time column is missing) or kExitUsage
+// (a time PostgreSQL cannot read). Threading: the calling thread only.
+#ifndef OUTBOX_RELAY_REPUBLISH_COMMAND_H_
+#define OUTBOX_RELAY_REPUBLISH_COMMAND_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "config/command_line.h"
+#include "config/config.h"
+
+namespace outbox {
+
+// The column --since and --until compare (sql/outbox.sql).
+inline constexpr char kRepublishTimeColumn[] = "created_at";
+
+int RunRepublishCommand(const Config& config,
+                        const CommandLine::Republish& options, FILE* out,
+                        FILE* err);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_RELAY_REPUBLISH_COMMAND_H_

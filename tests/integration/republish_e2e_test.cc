@@ -1,0 +1,206 @@
+// `outbox-relay republish` end to end (issue 13): the gap a lost slot left
+// is closed by one command, with the records outbox-relay itself produces.
+// The real binaries (outbox-relay, outbox-audit) against the fixture's
+// PostgreSQL and Kafka.
+#include <map>
+
+#include "integration/relay_e2e_fixture.h"
+
+namespace outbox::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RepublishTest : public RelayE2ETest {
+ protected:
+  void SetUp() override {
+    RelayE2ETest::SetUp();
+    // Configured headers, so the comparison covers more than "id": a text
+    // column and a timestamptz one (its text is the session's).
+    extra_relay_args_ = {"--set", "outbox.headers.type=event_type", "--set",
+                         "outbox.headers.created_at=created_at"};
+  }
+
+  // Runs `outbox-relay republish` with the relay's configuration and
+  // `extra`; returns its exit code, its output in *output.
+  int Republish(const std::vector<std::string>& extra, std::string* output) {
+    std::vector<std::string> args = RelayArgs();
+    args.insert(args.begin() + 1, "republish");
+    args.insert(args.end(), extra.begin(), extra.end());
+    // A log of its own per run: the output is this run's only.
+    auto p = Process::Start(args,
+                            absl::StrCat(dir_, "/republish-", ++runs_, ".log"));
+    int code = p->Wait(120000);
+    *output = p->Output();
+    return code;
+  }
+
+  // Stops the relay (SIGTERM: flush, confirm, exit 0); returns the slot's
+  // confirmed position.
+  std::string StopRelay() {
+    relay_->Signal(SIGTERM);
+    EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+    return ConfirmedFlush();
+  }
+
+  std::vector<KafkaMessage> Topic(const std::string& topic, size_t want) {
+    return ConsumeAll(env_->kafka_brokers(), {topic}, want, 5000);
+  }
+
+  std::string Now() { return db_->Scalar("SELECT clock_timestamp()::text"); }
+
+  std::vector<std::string> rolled_back_;
+  int runs_ = 0;
+};
+
+// The runbook of README's "PostgreSQL failover" for a slot that was lost:
+// the relay refuses, is started once acknowledging the loss (a new slot at
+// the current position), and `republish --since` closes the gap.
+TEST_F(RepublishTest, ClosesTheGapALostSlotLeftAndOnlyThat) {
+  // Published before the range: not even considered.
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> before, published, lost, after;
+  Write(1, 3, 2, 0, &before, &rolled_back_);
+  const std::string since = Now();
+  Write(2, 4, 2, 0, &published, &rolled_back_);
+  std::vector<Event> delivered = before;
+  delivered.insert(delivered.end(), published.begin(), published.end());
+  Audit(delivered, rolled_back_, delivered.size());
+  const std::string confirmed = StopRelay();
+
+  // The slot is lost (as on a promoted PostgreSQL 16 standby) while the
+  // application commits events.
+  db_->Exec("SELECT pg_drop_replication_slot('" + slot_ + "')");
+  Write(3, 5, 3, 0, &lost, &rolled_back_);
+  ASSERT_GT(lost.size(), 0u);
+
+  // Step 1: the relay refuses, naming the LSN and the new command.
+  StartRelay();
+  EXPECT_EQ(relay_->Wait(30000), 3) << relay_->Output();
+  EXPECT_THAT(relay_->Output(), HasSubstr("outbox-relay republish --since"));
+  // Step 2: started once acknowledging the loss, it streams what follows.
+  StartRelay({"--set", "postgres.acknowledge_slot_loss=" + confirmed});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  Write(4, 3, 2, 0, &after, &rolled_back_);
+  Audit(after, rolled_back_, after.size());
+  const size_t in_topic = Topic(topic_, 100000).size();
+  ASSERT_EQ(in_topic, before.size() + published.size() + after.size());
+
+  // Without a range the command refuses, saying why.
+  std::string out;
+  EXPECT_EQ(Republish({}, &out), 2) << out;
+  EXPECT_THAT(out, HasSubstr("would flood consumers with old events"));
+
+  // --dry-run counts and names, and produces nothing.
+  const size_t considered = published.size() + lost.size() + after.size();
+  ASSERT_EQ(Republish({"--since", since, "--dry-run"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("events considered   ", considered)));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("already in Kafka    ",
+                                          published.size() + after.size())));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("would re-publish    ", lost.size(),
+                                          ": ", lost[0].id)));
+  // --until bounds the range: nothing published before the loss is missing.
+  ASSERT_EQ(Republish({"--since", since, "--until",
+                       db_->Scalar("SELECT min(created_at)::text FROM public." +
+                                   table_ + " WHERE id = '" + lost[0].id + "'"),
+                       "--dry-run"},
+                      &out),
+            0)
+      << out;
+  EXPECT_THAT(
+      out, HasSubstr(absl::StrCat("events considered   ", published.size())));
+  EXPECT_THAT(out, HasSubstr("would re-publish    0"));
+  EXPECT_EQ(Topic(topic_, 100000).size(), in_topic);
+
+  // Step 3: re-publish.
+  ASSERT_EQ(Republish({"--since", since}, &out), 0) << out;
+  EXPECT_THAT(out,
+              HasSubstr(absl::StrCat("re-published        ", lost.size())));
+  EXPECT_THAT(out, HasSubstr("failed              0"));
+  std::vector<Event> all = delivered;
+  all.insert(all.end(), lost.begin(), lost.end());
+  all.insert(all.end(), after.begin(), after.end());
+  // Every event once: nothing missing, no duplicates.
+  EXPECT_EQ(Audit(all, rolled_back_, all.size()), 0);
+  std::string audit_out;
+  EXPECT_EQ(RunOutboxAudit({"--max-duplicates", "0"}, &audit_out), 0)
+      << audit_out;
+  EXPECT_THAT(audit_out, HasSubstr("missing            0"));
+
+  // A second run finds nothing to do.
+  ASSERT_EQ(Republish({"--since", since}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("re-published        0"));
+  EXPECT_EQ(Topic(topic_, 100000).size(), all.size());
+}
+
+// The same rows through outbox-relay and through republish (into a topic of
+// its own, where none of them is yet): key, value and headers byte for byte.
+TEST_F(RepublishTest, RecordsAreTheRelaysByteForByte) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> events;
+  Write(1, 6, 3, 0, &events, &rolled_back_);
+  // A NULL payload and a NULL header column are part of the contract.
+  const std::string null_id = "00000000-0000-4000-8000-00000000b001";
+  db_->Exec("INSERT INTO public." + table_ +
+            " (id, aggregatetype, aggregateid, type, payload) VALUES ('" +
+            null_id + "', '" + aggtype_ + "', 'k-null', 'Nothing', NULL)");
+  events.push_back({null_id, "k-null", "", 0, 0});
+  Audit(events, rolled_back_, events.size());
+  StopRelay();
+
+  std::string out;
+  ASSERT_EQ(Republish({"--all", "--topic", "again.{aggregatetype}"}, &out), 0)
+      << out;
+  EXPECT_THAT(out,
+              HasSubstr(absl::StrCat("re-published        ", events.size())));
+  auto relayed = Topic(topic_, events.size());
+  auto republished = Topic("again." + aggtype_, events.size());
+  ASSERT_EQ(relayed.size(), events.size());
+  ASSERT_EQ(republished.size(), events.size());
+  std::map<std::string, const KafkaMessage*> by_id;
+  for (const auto& m : relayed) by_id[m.Header("id")] = &m;
+  for (const auto& m : republished) {
+    auto it = by_id.find(m.Header("id"));
+    ASSERT_NE(it, by_id.end()) << m.Header("id");
+    const KafkaMessage& r = *it->second;
+    EXPECT_EQ(m.key, r.key);
+    EXPECT_EQ(m.key_null, r.key_null);
+    EXPECT_EQ(m.value, r.value);
+    EXPECT_EQ(m.value_null, r.value_null);
+    EXPECT_EQ(m.headers, r.headers);
+    EXPECT_EQ(m.partition, r.partition);
+  }
+  EXPECT_TRUE(by_id.at(null_id)->value_null);
+  EXPECT_EQ(by_id.at(null_id)->Header("event_type"), "Nothing");
+  // Re-published in creation order: per key, the writer's sequence.
+  std::map<std::string, int> last;
+  for (const auto& m : republished) {
+    for (const Event& e : events) {
+      if (e.id != m.Header("id") || e.seq == 0) continue;
+      EXPECT_LT(last[e.key], e.seq) << e.key;
+      last[e.key] = e.seq;
+    }
+  }
+}
+
+// An event Kafka refuses (over message.max.bytes) is not delivered: exit 1
+// with one line naming it, not a success.
+TEST_F(RepublishTest, AnUndeliveredEventIsAFailure) {
+  // An id of its own: Kafka's dead-letter topic is shared by the suite, and
+  // an id found there counts as delivered.
+  const std::string huge = db_->Scalar("SELECT gen_random_uuid()::text");
+  InsertHugeEvent(huge);
+  std::string out;
+  EXPECT_EQ(Republish({"--all"}, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("events considered   1"));
+  EXPECT_THAT(out, HasSubstr("re-published        0"));
+  EXPECT_THAT(out, HasSubstr("failed              1"));
+  EXPECT_THAT(out, HasSubstr("outbox-relay republish: 1 of 1 missing events "
+                             "were not delivered (first: " +
+                             huge + ": "));
+}
+
+}  // namespace
+}  // namespace outbox::testing
