@@ -5,9 +5,11 @@
 // mode, and AckTracker and the sink know nothing of either.
 //
 //   B               -> OnBegin(commit_lsn)
-//   routed insert   -> Admit(now_us): false drops the event (published)
+//   routed insert   -> Admit(ticket, now_us): publish, drop (published
+//                      before) or dead-letter (Kafka refused it before)
 //   C               -> OnCommit(end_lsn, now_us), after AckTracker::Commit
 //   every loop turn -> Confirmable(AckTracker::confirmed(), now_us)
+//   refused record  -> OnRefused(ticket, error) (on_invalid: dead_letter)
 //   session end     -> Finish(commit): after the final flush
 //
 // Invariant: Confirmable() never returns a position past an event that is
@@ -22,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "outbox/lsn.h"
 
 namespace outbox {
@@ -34,10 +37,30 @@ class CommitPolicy {
   // and pgoutput both send it in B).
   virtual void OnBegin(Lsn commit_lsn) = 0;
 
+  // What the Relay does with one routed event.
+  struct Admission {
+    enum Kind { kPublish, kDrop, kDeadLetter };
+    Kind kind = kPublish;
+    // kDeadLetter: the error Kafka refused this event with in an earlier
+    // attempt; valid until the next call.
+    absl::string_view refusal;
+  };
+
   // Called for each routed event of the open transaction before it is
-  // tracked or produced. false: drop it, it was published before. An error
-  // ends the session (see the implementation for codes).
-  virtual absl::StatusOr<bool> Admit(int64_t now_us) = 0;
+  // tracked or produced; `ticket` is the one it will be tracked under
+  // (AckTracker::next_ticket()). kDrop: it was published before; it is
+  // neither tracked nor produced. kDeadLetter: produce its dead letter
+  // instead of it. An error ends the session (see the implementation for
+  // codes).
+  virtual absl::StatusOr<Admission> Admit(uint64_t ticket, int64_t now_us) = 0;
+
+  // Kafka refused the record produced under `ticket` for good, and the
+  // poison policy is dead_letter. OK: the Relay dead-letters it where it is
+  // (at-least-once). An error: it cannot be (exactly-once: the Kafka
+  // transaction holding it must be aborted); the session ends with that
+  // error, nothing of the open Kafka transaction is confirmed, and a later
+  // session's Admit() returns kDeadLetter for the event.
+  virtual absl::Status OnRefused(uint64_t ticket, absl::string_view error) = 0;
 
   // The open transaction closed at end_lsn.
   virtual absl::Status OnCommit(Lsn end_lsn, int64_t now_us) = 0;
@@ -56,7 +79,12 @@ class CommitPolicy {
 class AckCommitPolicy final : public CommitPolicy {
  public:
   void OnBegin(Lsn) override {}
-  absl::StatusOr<bool> Admit(int64_t) override { return true; }
+  absl::StatusOr<Admission> Admit(uint64_t, int64_t) override {
+    return Admission();
+  }
+  absl::Status OnRefused(uint64_t, absl::string_view) override {
+    return absl::OkStatus();
+  }
   absl::Status OnCommit(Lsn, int64_t) override { return absl::OkStatus(); }
   absl::StatusOr<Lsn> Confirmable(Lsn delivered, int64_t) override {
     return delivered;

@@ -8,8 +8,12 @@ namespace outbox {
 
 TransactionalCommitPolicy::TransactionalCommitPolicy(
     const TransactionOptions& options, KafkaTransactions* kafka,
-    const Checkpoint& last)
-    : options_(options), kafka_(kafka), filter_(last), committed_(last) {}
+    const Checkpoint& last, RefusedEvents* refused)
+    : options_(options),
+      kafka_(kafka),
+      refused_(refused != nullptr ? refused : &own_refused_),
+      filter_(last),
+      committed_(last) {}
 
 void TransactionalCommitPolicy::OnBegin(Lsn commit_lsn) {
   filter_.Begin(commit_lsn);
@@ -23,10 +27,11 @@ bool TransactionalCommitPolicy::Due(int64_t now_us) const {
                    now_us - opened_us_ >= options_.max_ms * 1000);
 }
 
-absl::StatusOr<bool> TransactionalCommitPolicy::Admit(int64_t now_us) {
+absl::StatusOr<CommitPolicy::Admission> TransactionalCommitPolicy::Admit(
+    uint64_t ticket, int64_t now_us) {
   if (!failed_.ok()) return failed_;
-  ++pg_events_;
-  if (filter_.Drop()) return false;
+  const int64_t ordinal = pg_events_++;
+  if (filter_.Drop()) return Admission{Admission::kDrop, {}};
   if (open_ && txn_events_ >= options_.split_events) {
     // This PostgreSQL transaction outgrew the bound: commit what it has
     // published so far (every event before this one).
@@ -41,7 +46,45 @@ absl::StatusOr<bool> TransactionalCommitPolicy::Admit(int64_t now_us) {
     txn_events_ = 0;
   }
   ++txn_events_;
-  return true;
+  if (segments_.empty() || segments_.back().commit_lsn != pg_commit_lsn_) {
+    segments_.push_back({pg_commit_lsn_, ticket, ordinal});
+  }
+  Admission a;
+  if (const std::string* refusal = refused_->Find(pg_commit_lsn_, ordinal)) {
+    a.kind = Admission::kDeadLetter;
+    a.refusal = *refusal;
+  }
+  return a;
+}
+
+absl::Status TransactionalCommitPolicy::OnRefused(uint64_t ticket,
+                                                  absl::string_view error) {
+  // The newest segment starting at or before the ticket holds it.
+  auto it = std::upper_bound(
+      segments_.begin(), segments_.end(), ticket,
+      [](uint64_t t, const Segment& s) { return t < s.first_ticket; });
+  if (!open_ || it == segments_.begin()) {
+    if (failed_.ok()) {
+      failed_ = absl::InternalError(absl::StrCat(
+          "Kafka refused a record outside the open transaction (", error, ")"));
+    }
+    return failed_;
+  }
+  --it;
+  const int64_t ordinal =
+      it->first_ordinal + static_cast<int64_t>(ticket - it->first_ticket);
+  refused_->Add(it->commit_lsn, ordinal, error);
+  // The transaction is abortable now: never commit it (Finish() aborts).
+  if (failed_.ok()) {
+    failed_ = absl::UnavailableError(absl::StrCat(
+        "Kafka refused the record (", error,
+        "); aborting the open Kafka transaction and replaying it from "
+        "checkpoint ",
+        FormatLsn(committed_.end_lsn),
+        " with the event dead-lettered (PostgreSQL transaction committed at ",
+        FormatLsn(it->commit_lsn), ", event ", ordinal + 1, ")"));
+  }
+  return failed_;
 }
 
 absl::Status TransactionalCommitPolicy::OnCommit(Lsn end_lsn, int64_t now_us) {
@@ -60,26 +103,32 @@ absl::StatusOr<Lsn> TransactionalCommitPolicy::Confirmable(Lsn delivered,
     if (absl::Status s = Commit(kInvalidLsn, 0); !s.ok()) return s;
   }
   // With no Kafka transaction open every admitted event is committed, so
-  // the delivered prefix is durable; with one open, only what the last
-  // committed checkpoint covers.
-  Lsn durable = open_ ? std::min(delivered, committed_.end_lsn) : delivered;
+  // the delivered prefix is durable; with one open, or after one was
+  // aborted (delivered events were in it), only what the last committed
+  // checkpoint covers.
+  Lsn durable =
+      open_ || aborted_ ? std::min(delivered, committed_.end_lsn) : delivered;
   last_ = std::max(last_, durable);
   return last_;
 }
 
 absl::Status TransactionalCommitPolicy::Finish(bool commit) {
-  if (!failed_.ok() || !open_) return failed_;
-  if (commit && !in_pg_) return Commit(kInvalidLsn, 0);
-  // A stop inside a PostgreSQL transaction, or an error: never commit part
-  // of it; the slot replays it.
+  if (!open_) return failed_;
+  if (commit && failed_.ok() && !in_pg_) return Commit(kInvalidLsn, 0);
+  // A stop inside a PostgreSQL transaction, or an error (a refused record):
+  // never commit part of it; the slot replays it.
   open_ = false;
+  aborted_ = true;
+  segments_.clear();
   absl::Status s = kafka_->AbortTransaction();
+  if (!failed_.ok()) return failed_;  // the abort was best effort
   if (!s.ok()) return Fail(s);
   return absl::OkStatus();
 }
 
 absl::Status TransactionalCommitPolicy::Commit(Lsn partial_commit_lsn,
                                                int64_t partial_events) {
+  if (!failed_.ok()) return failed_;
   Checkpoint c = committed_;
   if (open_end_ != kInvalidLsn) c.end_lsn = open_end_;
   c.partial_commit_lsn = partial_commit_lsn;
@@ -89,7 +138,9 @@ absl::Status TransactionalCommitPolicy::Commit(Lsn partial_commit_lsn,
   if (s.ok()) s = kafka_->CommitTransaction();
   if (!s.ok()) return Fail(s);
   committed_ = c;
+  refused_->Forget(c.end_lsn);
   open_ = false;
+  segments_.clear();
   open_end_ = kInvalidLsn;
   txn_events_ = 0;
   ++commits_;
@@ -103,6 +154,8 @@ absl::Status TransactionalCommitPolicy::Fail(const absl::Status& s) {
     kafka_->AbortTransaction().IgnoreError();
   }
   open_ = false;
+  segments_.clear();
+  if (!failed_.ok()) return failed_;  // a refusal came first: say that
   if (absl::IsFailedPrecondition(s)) {
     failed_ = absl::UnavailableError(absl::StrCat(
         "fenced by another instance with the same transactional.id; back to "

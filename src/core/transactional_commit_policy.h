@@ -14,6 +14,14 @@
 // events: the commit then records the split transaction's commit LSN and
 // how many of its events are published (Checkpoint::partial_*).
 //
+// A record Kafka refuses for good (on_invalid: dead_letter) makes the Kafka
+// transaction abortable, so it cannot be dead-lettered where it is:
+// OnRefused() remembers the event's position in RefusedEvents and fails
+// the session; the transaction is aborted and replayed from the last
+// checkpoint, and Admit() then answers kDeadLetter for that event, so its
+// dead letter commits in the replayed transaction with everything around
+// it.
+//
 // Errors end the session, and nothing after the last committed checkpoint
 // is confirmed: the next session's producer (init_transactions) aborts
 // whatever this one left open. Fenced (FailedPrecondition from
@@ -27,10 +35,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/checkpoint.h"
 #include "core/commit_policy.h"
 #include "core/kafka_transactions.h"
+#include "core/refused_events.h"
 
 namespace outbox {
 
@@ -45,12 +55,19 @@ class TransactionalCommitPolicy final : public CommitPolicy {
  public:
   // `kafka` is not owned and must outlive the policy. `last` is the
   // checkpoint read at start-up (its system identifier and slot name the
-  // ones written; end_lsn kInvalidLsn when none was found).
+  // ones written; end_lsn kInvalidLsn when none was found). `refused` (not
+  // owned; null: the policy keeps its own) outlives the session so that
+  // the next one knows what Kafka refused in this one.
   TransactionalCommitPolicy(const TransactionOptions& options,
-                            KafkaTransactions* kafka, const Checkpoint& last);
+                            KafkaTransactions* kafka, const Checkpoint& last,
+                            RefusedEvents* refused = nullptr);
 
   void OnBegin(Lsn commit_lsn) override;
-  absl::StatusOr<bool> Admit(int64_t now_us) override;
+  absl::StatusOr<Admission> Admit(uint64_t ticket, int64_t now_us) override;
+  // Unavailable naming the refusal; from then on nothing commits and
+  // Finish() aborts. May be called from inside CommitTransaction(), which
+  // serves delivery reports.
+  absl::Status OnRefused(uint64_t ticket, absl::string_view error) override;
   absl::Status OnCommit(Lsn end_lsn, int64_t now_us) override;
   absl::StatusOr<Lsn> Confirmable(Lsn delivered, int64_t now_us) override;
   absl::Status Finish(bool commit) override;
@@ -67,12 +84,25 @@ class TransactionalCommitPolicy final : public CommitPolicy {
   absl::Status Commit(Lsn partial_commit_lsn, int64_t partial_events);
   absl::Status Fail(const absl::Status& s);
 
+  // The events of one PostgreSQL transaction in the open Kafka
+  // transaction: tickets from first_ticket on are its events from
+  // first_ordinal on (tickets of one transaction are consecutive).
+  struct Segment {
+    Lsn commit_lsn;
+    uint64_t first_ticket;
+    int64_t first_ordinal;
+  };
+
   const TransactionOptions options_;
   KafkaTransactions* kafka_;
+  RefusedEvents own_refused_;
+  RefusedEvents* refused_;
+  std::vector<Segment> segments_;  // of the open Kafka transaction
   CheckpointFilter filter_;
   Checkpoint committed_;
   absl::Status failed_;
   bool open_ = false;           // a Kafka transaction is open
+  bool aborted_ = false;        // Finish() aborted one
   int64_t opened_us_ = 0;       // when it opened
   int64_t txn_events_ = 0;      // events in it
   Lsn open_end_ = kInvalidLsn;  // newest PostgreSQL commit in it

@@ -4,6 +4,8 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
+#include <chrono>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -65,6 +67,9 @@ bool IsSecret(absl::string_view key) {
          absl::StrContains(key, "sasl.oauthbearer.config") ||
          absl::StrContains(key, ".pem") || key == "ssl.key.pem";
 }
+
+// Slices of the flush before a commit: how soon a failed record stops it.
+constexpr int kCommitFlushSliceMs = 50;
 
 }  // namespace
 
@@ -233,6 +238,7 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
 }
 
 void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
+  if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) txn_delivery_failed_ = true;
   if (msg->_private == nullptr) {
     // Produced outside the tickets (a checkpoint): no report to hand on.
     if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR && untracked_error_.ok()) {
@@ -372,6 +378,7 @@ absl::Status RdKafkaSink::health() const {
 
 absl::Status RdKafkaSink::BeginTransaction() {
   untracked_error_ = absl::OkStatus();
+  txn_delivery_failed_ = false;
   return TransactionStatus("begin_transaction",
                            rd_kafka_begin_transaction(rk_));
 }
@@ -398,7 +405,20 @@ absl::Status RdKafkaSink::ProduceInTransaction(absl::string_view topic,
 }
 
 absl::Status RdKafkaSink::CommitTransaction() {
-  // Flushes first, serving every delivery report on this thread.
+  // commit_transaction flushes first, but once a record has failed the
+  // transaction is abortable and the rest of it never drains: its flush
+  // would wait out the whole timeout. Flush here in slices instead, serving
+  // the delivery reports on this thread, and stop at the first failure.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(transaction_timeout_ms_);
+  while (!txn_delivery_failed_ && rd_kafka_outq_len(rk_) > 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    rd_kafka_flush(rk_, kCommitFlushSliceMs);
+  }
+  if (txn_delivery_failed_) {
+    return absl::AbortedError(
+        "a record of the Kafka transaction failed delivery");
+  }
   absl::Status s = TransactionStatus(
       "commit_transaction",
       rd_kafka_commit_transaction(rk_, transaction_timeout_ms_));
@@ -407,6 +427,12 @@ absl::Status RdKafkaSink::CommitTransaction() {
 }
 
 absl::Status RdKafkaSink::AbortTransaction() {
+  // abort_transaction purges what is queued but waits for what is in
+  // flight, and after a refused record the rest of the transaction's
+  // requests never complete: it would wait out its whole timeout. Nothing
+  // of an aborted transaction is wanted, so purge in-flight records too
+  // (their reports come back failed, as for Purge()).
+  Purge();
   return TransactionStatus(
       "abort_transaction",
       rd_kafka_abort_transaction(rk_, transaction_timeout_ms_));

@@ -112,6 +112,9 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // The first failed delivery of a record produced outside the tickets
   // (ProduceInTransaction); CommitTransaction() fails with it.
   absl::Status untracked_error_;
+  // A record of the open transaction failed delivery: it is abortable, and
+  // CommitTransaction() says so without waiting for the rest to drain.
+  bool txn_delivery_failed_ = false;
   std::map<std::string, std::string> effective_;
 };
 

@@ -201,8 +201,11 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
 
 absl::Status Relay::HandleInsert(const StreamMessage& msg) {
   // Dropped events (published before, per the policy) are never tracked.
-  ASSIGN_OR_RETURN(bool admitted, policy_->Admit(turn_now_us_));
-  if (!admitted) return absl::OkStatus();
+  ASSIGN_OR_RETURN(CommitPolicy::Admission admission,
+                   policy_->Admit(tracker_.next_ticket(), turn_now_us_));
+  if (admission.kind == CommitPolicy::Admission::kDrop) {
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
   if (!txn_has_events_) {
     txn_has_events_ = true;
@@ -210,6 +213,14 @@ absl::Status Relay::HandleInsert(const StreamMessage& msg) {
   }
   if (absl::Status s = router_->Route(change_, &record_); !s.ok()) {
     return Poison(s, ticket, record_.event_id, change_.lsn, msg.payload);
+  }
+  if (admission.kind == CommitPolicy::Admission::kDeadLetter) {
+    // Kafka refused it in an earlier attempt of this Kafka transaction:
+    // what the at-least-once relay does after the refusal, done up front.
+    return DeadLetterUndeliverable(
+        FailedRecord{ticket, std::string(record_.event_id), record_.topic,
+                     std::string(record_.key), std::string(record_.value),
+                     std::string(admission.refusal)});
   }
   absl::Status s = ProduceTracked(record_, ticket);
   if (absl::IsInvalidArgument(s)) {
@@ -306,10 +317,24 @@ void Relay::OnDelivery(const DeliveryReport& report) {
   }
   ++stats_.delivery_errors;
   if (metrics_ != nullptr) metrics_->OnDeliveryError();
-  if (!delivery_error_.ok()) return;  // already winding down
   std::string what =
       absl::StrCat("delivery of event ", report.record.event_id, " to topic ",
                    report.record.topic, " failed: ", report.status.message());
+  if (absl::IsInvalidArgument(report.status) && options_.dead_letter &&
+      !to_dlq) {
+    // Every refusal, even while winding down, so one replay covers them.
+    absl::Status s = policy_->OnRefused(report.ticket, report.status.message());
+    if (!s.ok()) {
+      // Not here (exactly-once): the session ends, the replay dead-letters.
+      tracker_.Failed(report.ticket).IgnoreError();
+      if (delivery_error_.ok()) {
+        delivery_error_ =
+            absl::Status(s.code(), absl::StrCat(what, "; ", s.message()));
+      }
+      return;
+    }
+  }
+  if (!delivery_error_.ok()) return;  // already winding down
   if (!absl::IsInvalidArgument(report.status)) {
     // Transient (timeout, purge): restart from the slot; the slot's
     // position never passed this event, so it is read again.
@@ -338,16 +363,21 @@ absl::Status Relay::DeadLetterFailedDeliveries() {
   while (!failed_.empty()) {
     FailedRecord f = std::move(failed_.front());
     failed_.pop_front();
-    Log(Severity::kWarn, "dead-lettering undeliverable event",
-        {{"event_id", f.event_id}, {"topic", f.topic}, {"error", f.error}});
-    const Record& dead = dead_letter_.Build(
-        options_.dead_letter_topic, f.event_id, f.value,
-        /*value_is_null=*/false, f.error, {{"topic", f.topic}, {"key", f.key}});
-    absl::Status s = ProduceTracked(dead, f.ticket);
-    if (!s.ok()) {
-      tracker_.Failed(f.ticket).IgnoreError();
-      return DeadLetterError(s, absl::StrCat("event ", f.event_id));
-    }
+    RETURN_IF_ERROR(DeadLetterUndeliverable(f));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Relay::DeadLetterUndeliverable(const FailedRecord& f) {
+  Log(Severity::kWarn, "dead-lettering undeliverable event",
+      {{"event_id", f.event_id}, {"topic", f.topic}, {"error", f.error}});
+  const Record& dead = dead_letter_.Build(
+      options_.dead_letter_topic, f.event_id, f.value,
+      /*value_is_null=*/false, f.error, {{"topic", f.topic}, {"key", f.key}});
+  absl::Status s = ProduceTracked(dead, f.ticket);
+  if (!s.ok()) {
+    tracker_.Failed(f.ticket).IgnoreError();
+    return DeadLetterError(s, absl::StrCat("event ", f.event_id));
   }
   return absl::OkStatus();
 }

@@ -137,10 +137,19 @@ class Relay {
   }
 
  private:
+  // A record Kafka refused for good, to be dead-lettered under its ticket
+  // (copied out of the report: its views die with the handler).
+  struct FailedRecord {
+    uint64_t ticket;
+    std::string event_id, topic, key, value, error;
+  };
+
   absl::Status HandleMessage(const StreamMessage& msg);
   absl::Status HandleInsert(const StreamMessage& msg);
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
   absl::Status DeadLetterFailedDeliveries();
+  // Produces f's dead letter under f.ticket; an error ends the session.
+  absl::Status DeadLetterUndeliverable(const FailedRecord& f);
   absl::Status Poison(const absl::Status& why, uint64_t ticket,
                       absl::string_view event_id, Lsn lsn,
                       absl::string_view raw);
@@ -172,12 +181,7 @@ class Relay {
   DeadLetter dead_letter_;
   RelayStats stats_;
   absl::Status delivery_error_;  // first fatal error seen in a report
-  // Permanently failed deliveries waiting to be dead-lettered (copied out
-  // of the report: its views die with the handler).
-  struct FailedRecord {
-    uint64_t ticket;
-    std::string event_id, topic, key, value, error;
-  };
+  // Permanently failed deliveries waiting to be dead-lettered.
   std::deque<FailedRecord> failed_;
   bool in_transaction_ = false;
   Lsn last_sent_flush_ = kInvalidLsn;

@@ -310,6 +310,9 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   std::optional<ServerIdentity> previous_server;
   if (history != nullptr) previous_server = history->RecordedServer();
   bool first_session = true;
+  // Exactly once: events Kafka refused inside an aborted transaction, to
+  // dead-letter when the next session replays them.
+  RefusedEvents refused;
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -403,8 +406,8 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
           {{"transactional_id", session_kafka.transactional_id},
            {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
            {"checkpoint_topic", config.kafka.checkpoint_topic}});
-      policy = std::make_unique<TransactionalCommitPolicy>(txn, sink->get(),
-                                                           *checkpoint);
+      policy = std::make_unique<TransactionalCommitPolicy>(
+          txn, sink->get(), *checkpoint, &refused);
     }
     Log(Severity::kInfo, "streaming",
         {{"host", server.endpoint},

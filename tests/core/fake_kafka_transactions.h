@@ -4,6 +4,7 @@
 #ifndef OUTBOX_TESTS_CORE_FAKE_KAFKA_TRANSACTIONS_H_
 #define OUTBOX_TESTS_CORE_FAKE_KAFKA_TRANSACTIONS_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,10 @@ class FakeKafkaTransactions : public KafkaTransactions {
     checkpoints.emplace_back(value);
     return Call("checkpoint");
   }
-  absl::Status CommitTransaction() override { return Call("commit"); }
+  absl::Status CommitTransaction() override {
+    if (on_commit) on_commit();  // as delivery reports served inside it
+    return Call("commit");
+  }
   absl::Status AbortTransaction() override {
     calls.push_back("abort");
     return absl::OkStatus();
@@ -41,6 +45,7 @@ class FakeKafkaTransactions : public KafkaTransactions {
   // The next call of this name fails with fail_status.
   std::string fail_call;
   absl::Status fail_status;
+  std::function<void()> on_commit;
 };
 
 }  // namespace outbox::testing

@@ -28,6 +28,23 @@ TransactionOptions Options() {
   return o;
 }
 
+using Admission = CommitPolicy::Admission;
+
+// Tickets as the AckTracker hands them out: consecutive, one per event not
+// dropped.
+uint64_t next_ticket = 1;
+
+// Admits one event; returns what the policy said (kDrop on error).
+Admission::Kind Admit(CommitPolicy& p, int64_t now_us,
+                      std::string* refusal = nullptr) {
+  absl::StatusOr<Admission> a = p.Admit(next_ticket, now_us);
+  EXPECT_TRUE(a.ok()) << a.status();
+  if (!a.ok()) return Admission::kDrop;
+  if (a->kind != Admission::kDrop) ++next_ticket;
+  if (refusal != nullptr) *refusal = std::string(a->refusal);
+  return a->kind;
+}
+
 // One PostgreSQL transaction of `events` events; returns how many Admit()
 // let through.
 int Txn(CommitPolicy& p, Lsn commit_lsn, Lsn end_lsn, int events,
@@ -35,9 +52,7 @@ int Txn(CommitPolicy& p, Lsn commit_lsn, Lsn end_lsn, int events,
   p.OnBegin(commit_lsn);
   int admitted = 0;
   for (int i = 0; i < events; ++i) {
-    absl::StatusOr<bool> a = p.Admit(now_us);
-    EXPECT_TRUE(a.ok()) << a.status();
-    if (a.ok() && *a) ++admitted;
+    if (Admit(p, now_us) != Admission::kDrop) ++admitted;
   }
   EXPECT_TRUE(p.OnCommit(end_lsn, now_us).ok());
   return admitted;
@@ -53,6 +68,8 @@ TEST(AckCommitPolicyTest, ConfirmsTheDeliveredPrefixAndDropsNothing) {
   AckCommitPolicy p;
   EXPECT_EQ(Txn(p, 0x10, 0x20, 3, 0), 3);
   EXPECT_EQ(Confirm(p, 0x20, 0), 0x20u);
+  // A refused record is dead-lettered where it is.
+  EXPECT_TRUE(p.OnRefused(next_ticket - 1, "too large").ok());
 }
 
 TEST(TransactionalCommitPolicyTest,
@@ -79,7 +96,7 @@ TEST(TransactionalCommitPolicyTest, CommitsWholePostgresTransactionsOnly) {
   o.max_events = 3;
   TransactionalCommitPolicy p(o, &kafka, Start(kInvalidLsn));
   p.OnBegin(0x10);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(*p.Admit(0));
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Admit(p, 0), Admission::kPublish);
   // Over both bounds, but inside a PostgreSQL transaction: no commit.
   EXPECT_EQ(Confirm(p, 0x8, 1'000'000), kInvalidLsn);
   EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin"}));
@@ -139,7 +156,7 @@ TEST(TransactionalCommitPolicyTest, FencedStopsForGoodNeverCommitting) {
   EXPECT_EQ(kafka.calls, (std::vector<std::string>{"checkpoint"}));
   // Every later call fails the same way and calls Kafka no more.
   p.OnBegin(0x40);
-  EXPECT_FALSE(p.Admit(300'000).ok());
+  EXPECT_FALSE(p.Admit(next_ticket, 300'000).ok());
   EXPECT_FALSE(p.OnCommit(0x50, 300'000).ok());
   EXPECT_FALSE(p.Finish(true).ok());
   EXPECT_EQ(kafka.calls, (std::vector<std::string>{"checkpoint"}));
@@ -170,11 +187,77 @@ TEST(TransactionalCommitPolicyTest, FinishCommitsBetweenTransactionsOnly) {
 
   FakeKafkaTransactions k2;
   TransactionalCommitPolicy q(Options(), &k2, Start(kInvalidLsn));
-  q.OnBegin(0x20);
-  ASSERT_TRUE(*q.Admit(0));
+  EXPECT_EQ(Txn(q, 0x20, 0x30, 1, 0), 1);
+  q.OnBegin(0x40);
+  ASSERT_EQ(Admit(q, 0), Admission::kPublish);
   ASSERT_TRUE(q.Finish(true).ok());  // inside a PG transaction: abort
   EXPECT_EQ(k2.calls, (std::vector<std::string>{"begin", "abort"}));
   EXPECT_EQ(q.committed().end_lsn, kInvalidLsn);
+  // The whole transaction before it was delivered, but aborted with it:
+  // not confirmable.
+  EXPECT_EQ(Confirm(q, 0x30, 1'000'000), kInvalidLsn);
+}
+
+TEST(TransactionalCommitPolicyTest,
+     RefusedRecordAbortsAndTheReplayDeadLettersIt) {
+  FakeKafkaTransactions kafka;
+  RefusedEvents refused;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(0x10), &refused);
+  // Two PostgreSQL transactions in one Kafka transaction; Kafka refuses
+  // the second event of the second one.
+  EXPECT_EQ(Txn(p, 0x100, 0x130, 3, 0), 3);
+  p.OnBegin(0x200);
+  uint64_t first = next_ticket;
+  ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  absl::Status s = p.OnRefused(first + 1, "Broker: Message size too large");
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("Message size too large"), std::string::npos);
+  EXPECT_NE(s.message().find("event 2"), std::string::npos) << s;
+  EXPECT_EQ(refused.size(), 1u);
+  // It never commits: every later call fails, Finish() aborts.
+  EXPECT_FALSE(p.Confirmable(0x130, 1'000'000).ok());
+  EXPECT_FALSE(p.Finish(true).ok());
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin", "abort"}));
+  EXPECT_EQ(p.committed().end_lsn, 0x10u);
+
+  // The next session replays both from the checkpoint.
+  FakeKafkaTransactions again;
+  TransactionalCommitPolicy q(Options(), &again, Start(0x10), &refused);
+  EXPECT_EQ(Txn(q, 0x100, 0x130, 3, 0), 3);
+  q.OnBegin(0x200);
+  std::string refusal;
+  EXPECT_EQ(Admit(q, 0), Admission::kPublish);
+  EXPECT_EQ(Admit(q, 0, &refusal), Admission::kDeadLetter);
+  EXPECT_EQ(refusal, "Broker: Message size too large");
+  EXPECT_EQ(Admit(q, 0), Admission::kPublish);
+  ASSERT_TRUE(q.OnCommit(0x230, 0).ok());
+  ASSERT_TRUE(q.Finish(true).ok());
+  EXPECT_EQ(q.committed().end_lsn, 0x230u);
+  // Committed: never replayed again, so forgotten.
+  EXPECT_EQ(refused.size(), 0u);
+}
+
+TEST(TransactionalCommitPolicyTest, RefusalReportedInsideTheCommitAborts) {
+  FakeKafkaTransactions kafka;
+  RefusedEvents refused;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(kInvalidLsn), &refused);
+  uint64_t first = next_ticket;
+  EXPECT_EQ(Txn(p, 0x20, 0x30, 2, 0), 2);
+  // commit_transaction serves the delivery reports: the refusal arrives
+  // from inside it, and librdkafka then fails the commit as abortable.
+  kafka.on_commit = [&] {
+    p.OnRefused(first, "Broker: Policy violation").IgnoreError();
+  };
+  kafka.fail_call = "commit";
+  kafka.fail_status = absl::AbortedError("txn requires abort");
+  absl::StatusOr<Lsn> c = p.Confirmable(0x30, 200'000);
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("Policy violation"), std::string::npos);
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin", "checkpoint",
+                                                   "commit", "abort"}));
+  EXPECT_EQ(refused.size(), 1u);
+  EXPECT_EQ(p.committed().end_lsn, kInvalidLsn);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The Relay under the exactly-once commit policy, with fakes: replayed
-// transactions the start-up checkpoint covers are never produced again, and
-// no position past the last committed Kafka transaction is confirmed.
+// transactions the start-up checkpoint covers are never produced again, no
+// position past the last committed Kafka transaction is confirmed, and a
+// record Kafka refuses is dead-lettered in the replayed transaction (or,
+// under halt, the open transaction is aborted).
 #include <string>
 #include <vector>
 
@@ -75,6 +77,80 @@ TEST_F(RelayExactlyOnceTest, ConfirmsNothingPastAnUncommittedTransaction) {
     EXPECT_LT(status.flushed, first_end) << FormatLsn(status.flushed);
   }
   EXPECT_EQ(std::count(kafka_.calls.begin(), kafka_.calls.end(), "commit"), 0);
+}
+
+TEST_F(RelayExactlyOnceTest, RefusedRecordIsDeadLetteredWhenReplayed) {
+  options_.dead_letter = true;
+  std::vector<std::string> first = script_.Txn(2);
+  std::vector<std::string> second = script_.Txn(3);
+  TransactionOptions o;
+  o.max_ms = 1'000'000'000;  // one Kafka transaction for both
+  RefusedEvents refused;
+  {
+    TransactionalCommitPolicy policy(o, &kafka_, At(kInvalidLsn), &refused);
+    policy_ = &policy;
+    // Kafka refuses the second event of the second transaction.
+    absl::Status s = Run([&] {
+      for (size_t i = 0; i < sink_.produced().size(); ++i) {
+        Deliver(i, i == 3 ? absl::InvalidArgumentError("Broker: too large")
+                          : absl::OkStatus());
+      }
+    });
+    EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+    EXPECT_NE(s.message().find(second[1]), std::string::npos) << s;
+    EXPECT_EQ(kafka_.calls, (std::vector<std::string>{"begin", "abort"}));
+    for (const auto& status : stream_.statuses()) {
+      EXPECT_EQ(status.flushed, start_) << FormatLsn(status.flushed);
+    }
+    for (const auto& p : sink_.produced()) {
+      EXPECT_NE(p.topic, options_.dead_letter_topic);
+    }
+  }
+  // The next session: the slot replays both transactions.
+  stream_ = FakeStream();
+  stream_.on_status = [this](Lsn flushed) { CheckInvariant(flushed); };
+  script_ = Script(&stream_);
+  sink_ = FakeSink();
+  kafka_ = FakeKafkaTransactions();
+  script_.Txn(2);
+  script_.Txn(3);
+  TransactionalCommitPolicy policy(o, &kafka_, At(kInvalidLsn), &refused);
+  policy_ = &policy;
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  ASSERT_EQ(sink_.produced().size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    const auto& p = sink_.produced()[i];
+    EXPECT_EQ(p.headers.at("id"), i < 2 ? first[i] : second[i - 2]);
+    EXPECT_EQ(p.topic == options_.dead_letter_topic, i == 3) << p.topic;
+  }
+  EXPECT_EQ(sink_.produced()[3].headers.at("error"), "Broker: too large");
+  EXPECT_EQ(kafka_.calls,
+            (std::vector<std::string>{"begin", "checkpoint", "commit"}));
+  EXPECT_EQ(stream_.last_flushed(), script_.last_end());
+  EXPECT_EQ(refused.size(), 0u);
+}
+
+TEST_F(RelayExactlyOnceTest, HaltOnARefusedRecordAbortsTheOpenTransaction) {
+  std::vector<std::string> first = script_.Txn(2);
+  script_.Txn(2);
+  TransactionOptions o;
+  o.max_ms = 1'000'000'000;
+  TransactionalCommitPolicy policy(o, &kafka_, At(kInvalidLsn));
+  policy_ = &policy;
+  absl::Status s = Run([&] {
+    for (size_t i = 0; i < sink_.produced().size(); ++i) {
+      Deliver(i, i == 2 ? absl::InvalidArgumentError("Broker: too large")
+                        : absl::OkStatus());
+    }
+  });
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("halting"), std::string::npos) << s;
+  // The first transaction was delivered, but its Kafka transaction held
+  // the refused record too: aborted, never confirmed.
+  EXPECT_EQ(kafka_.calls, (std::vector<std::string>{"begin", "abort"}));
+  for (const auto& status : stream_.statuses()) {
+    EXPECT_LT(status.flushed, script_.commit_of(first[0]));
+  }
 }
 
 }  // namespace
