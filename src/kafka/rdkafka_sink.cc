@@ -376,6 +376,20 @@ absl::Status RdKafkaSink::health() const {
   return absl::OkStatus();
 }
 
+absl::Status RdKafkaSink::FatalTransactionError() const {
+  char reason[512];
+  rd_kafka_resp_err_t e = rd_kafka_fatal_error(rk_, reason, sizeof(reason));
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
+  std::string what =
+      absl::StrCat("Kafka producer: ", rd_kafka_err2name(e), ": ", reason);
+  if (e == RD_KAFKA_RESP_ERR__FENCED ||
+      e == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+      e == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH) {
+    return absl::FailedPreconditionError(what);
+  }
+  return absl::InternalError(what);
+}
+
 absl::Status RdKafkaSink::BeginTransaction() {
   untracked_error_ = absl::OkStatus();
   txn_delivery_failed_ = false;
@@ -393,13 +407,7 @@ absl::Status RdKafkaSink::ProduceInTransaction(absl::string_view topic,
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(nullptr),
       RD_KAFKA_V_END);
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
-  if (e == RD_KAFKA_RESP_ERR__FATAL) {
-    absl::Status h = health();
-    return absl::Status(absl::StrContains(h.message(), "FENCED")
-                            ? absl::StatusCode::kFailedPrecondition
-                            : absl::StatusCode::kInternal,
-                        h.message());
-  }
+  if (absl::Status f = FatalTransactionError(); !f.ok()) return f;
   return absl::AbortedError(absl::StrCat("cannot produce the checkpoint to ",
                                          topic, ": ", rd_kafka_err2str(e)));
 }
@@ -416,6 +424,8 @@ absl::Status RdKafkaSink::CommitTransaction() {
     rd_kafka_flush(rk_, kCommitFlushSliceMs);
   }
   if (txn_delivery_failed_) {
+    // Failed reports also come from a fatal error (fenced): say that.
+    if (absl::Status f = FatalTransactionError(); !f.ok()) return f;
     return absl::AbortedError(
         "a record of the Kafka transaction failed delivery");
   }

@@ -99,6 +99,9 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // The producer's handle for a topic, made once per name (producing by
   // name would look it up under librdkafka's lock for every record).
   rd_kafka_topic_s* TopicHandle(const std::string& name);
+  // The producer's fatal error in kafka_transactions.h's codes
+  // (FailedPrecondition when fenced, else Internal); OK when none.
+  absl::Status FatalTransactionError() const;
 
   rd_kafka_s* rk_ = nullptr;
   absl::flat_hash_map<std::string, rd_kafka_topic_s*> topics_;

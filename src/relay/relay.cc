@@ -554,6 +554,11 @@ absl::Status Relay::Shutdown(absl::Status result) {
   // transaction between PostgreSQL transactions), or give it up.
   absl::Status finished = policy_->Finish(result.ok() && !ReportFailed());
   if (result.ok() && !finished.ok()) result = finished;
+  if (!finished.ok() && finished.message() != result.message()) {
+    // Ending for another reason, but this one matters too (fenced: never
+    // commit again).
+    Log(Severity::kWarn, std::string(finished.message()));
+  }
   if (stream_alive && finished.ok()) {
     absl::Status s = MaybeSendStatus(/*force=*/true);
     if (s.ok()) stream_->Stop().IgnoreError();

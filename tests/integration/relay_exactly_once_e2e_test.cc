@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "core/checkpoint.h"
 #include "integration/relay_e2e_fixture.h"
 
 namespace outbox::testing {
@@ -19,8 +20,9 @@ class RelayExactlyOnceE2ETest : public RelayE2ETest {
  protected:
   void SetUp() override {
     RelayE2ETest::SetUp();
+    checkpoint_topic_ = UniqueName("cp");
     extra_relay_args_ = {"--set", "kafka.exactly_once=true", "--set",
-                         "kafka.checkpoint_topic=" + UniqueName("cp")};
+                         "kafka.checkpoint_topic=" + checkpoint_topic_};
   }
 
   // `writers` threads write until *stop; their events are merged into
@@ -47,6 +49,7 @@ class RelayExactlyOnceE2ETest : public RelayE2ETest {
   }
 
   std::atomic<bool> stop_{false};
+  std::string checkpoint_topic_;
   // Runs outbox-audit on this test's table and topic; returns its exit code
   // and sets *duplicates from its JSON report (-1 if absent).
   int RunAudit(bool read_committed, int* duplicates) {
@@ -116,7 +119,10 @@ TEST_F(RelayExactlyOnceE2ETest, SigkillAtRandomMomentsNoDuplicates) {
 }
 
 TEST_F(RelayExactlyOnceE2ETest, StandbyFencesAPausedInstance) {
-  StartRelay();
+  // The first instance keeps its Kafka transaction open (it commits every
+  // 20 s), so it holds one when it is paused.
+  StartRelay({"--set", "kafka.transaction.max_ms=20000", "--set",
+              "kafka.transaction.max_events=1000000"});
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   StartWriters(2);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -130,18 +136,49 @@ TEST_F(RelayExactlyOnceE2ETest, StandbyFencesAPausedInstance) {
          slot_ + "'")
       .status()
       .IgnoreError();
-  StartRelay();
+  // Its own log file: the first one's log is asserted on below.
+  relay_ = Process::Start(RelayArgs(), dir_ + "/standby.log");
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   first->Signal(SIGCONT);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The resumed instance finds itself fenced, says so, and waits as a
+  // standby instead of exiting.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return first->Output().find(
+                   "fenced by another instance with the same "
+                   "transactional.id; back to standby") != std::string::npos;
+      },
+      20000))
+      << first->Output();
+  EXPECT_TRUE(first->Running()) << first->Output();
   std::vector<Event> committed;
   std::vector<std::string> rolled_back;
   Join(&committed, &rolled_back);
+  // It never committed a stale transaction: read_committed consumers see
+  // every event once, and the committed checkpoints only move forward (a
+  // stale commit would carry an older position after a newer one).
   int dups = Audit(committed, rolled_back, committed.size());
   EXPECT_EQ(dups, 0);
-  // The resumed instance did not exit: it waits as a standby.
-  EXPECT_TRUE(first->Running()) << first->Output();
+  auto checkpoints =
+      ConsumeAll(env_->kafka_brokers(), {checkpoint_topic_}, 1000, 5000);
+  ASSERT_FALSE(checkpoints.empty());
+  Lsn previous = kInvalidLsn;
+  for (const auto& m : checkpoints) {
+    absl::StatusOr<Checkpoint> c = Checkpoint::Parse(m.value);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_GT(c->end_lsn, previous)
+        << "checkpoint went back at offset " << m.offset;
+    previous = c->end_lsn;
+  }
+  // The fenced instance takes over as a standby would when the other goes.
+  relay_->Signal(SIGKILL);
+  relay_->Wait(10000);
+  std::vector<Event> more;
+  Write(3, 20, 3, 0, &more, &rolled_back);
+  committed.insert(committed.end(), more.begin(), more.end());
+  EXPECT_EQ(Audit(committed, rolled_back, committed.size()), 0)
+      << first->Output();
   std::cerr << "fenced instance's log:\n" << first->Output() << "\n";
 }
 
