@@ -203,7 +203,7 @@ std::vector<ConfigKey> BuildKeys() {
              "stale instance of the same slot"));
   add(Global("kafka.checkpoint_topic", G(kafka.checkpoint_topic),
              "exactly_once: the compacted topic holding one checkpoint per "
-             "database and slot"));
+             "database and slot (created compacted when missing)"));
   add(Global("kafka.transaction.max_ms", G(kafka.transaction_max_ms),
              "exactly_once: commit the Kafka transaction at the first "
              "PostgreSQL commit after it has been open this long")

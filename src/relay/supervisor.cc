@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "core/transactional_commit_policy.h"
 #include "kafka/checkpoint_reader.h"
+#include "kafka/checkpoint_topic.h"
 #include "kafka/rdkafka_sink.h"
 #include "outbox/status_macros.h"
 #include "pg/failover_readiness.h"
@@ -313,6 +314,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   // Exactly once: events Kafka refused inside an aborted transaction, to
   // dead-letter when the next session replays them.
   RefusedEvents refused;
+  bool checkpoint_topic_checked = false;  // once per process
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -381,6 +383,35 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     // producer left open, so the read below is not held back by it), the
     // last committed checkpoint decides what is already published.
     std::unique_ptr<TransactionalCommitPolicy> policy;
+    if (config.kafka.exactly_once && !checkpoint_topic_checked) {
+      absl::StatusOr<CheckpointTopicState> topic =
+          EnsureCheckpointTopic(session_kafka, config.kafka.checkpoint_topic,
+                                config.kafka.flush_timeout_ms);
+      if (absl::IsUnavailable(topic.status())) {
+        Log(Severity::kWarn, "waiting for Kafka",
+            {{"reason", std::string(topic.status().message())}});
+        SleepUnlessStopped(backoff, stop, metrics);
+        backoff =
+            std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+        continue;
+      }
+      checkpoint_topic_checked = true;
+      if (!topic.ok()) {
+        // Maybe only creating or describing is denied: producing may work.
+        Log(Severity::kWarn, std::string(topic.status().message()));
+      } else if (topic->created) {
+        Log(Severity::kInfo, "created the checkpoint topic",
+            {{"topic", config.kafka.checkpoint_topic},
+             {"cleanup.policy", topic->cleanup_policy}});
+      } else if (!topic->compacted()) {
+        Log(Severity::kWarn,
+            "the checkpoint topic is not compacted: retention may delete "
+            "the last checkpoint, and a restart after that publishes again "
+            "what the slot still holds; set cleanup.policy=compact on it",
+            {{"topic", config.kafka.checkpoint_topic},
+             {"cleanup.policy", topic->cleanup_policy}});
+      }
+    }
     if (config.kafka.exactly_once) {
       absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(
           session_kafka, config.kafka.checkpoint_topic, server.system_id,
