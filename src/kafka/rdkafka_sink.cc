@@ -4,6 +4,7 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/match.h"
@@ -429,9 +430,14 @@ absl::Status RdKafkaSink::CommitTransaction() {
     return absl::AbortedError(
         "a record of the Kafka transaction failed delivery");
   }
+  // What is left of the timeout: the flush above spent the rest.
+  int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
   absl::Status s = TransactionStatus(
       "commit_transaction",
-      rd_kafka_commit_transaction(rk_, transaction_timeout_ms_));
+      rd_kafka_commit_transaction(
+          rk_, static_cast<int>(std::max<int64_t>(left_ms, 1))));
   if (s.ok() && !untracked_error_.ok()) return untracked_error_;
   return s;
 }
