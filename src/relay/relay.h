@@ -30,7 +30,9 @@
 // After a failed delivery report the producer is purged, not flushed, so
 // nothing queued behind the failed record is delivered ahead of it.
 //   Unavailable         the connection dropped or a delivery failed for a
-//                       transient reason: reconnect from the slot
+//                       transient reason, or (exactly once) Kafka refused
+//                       a record inside a transaction, or the policy was
+//                       fenced: reconnect from the slot
 //   Internal            the producer hit a fatal error: rebuild it
 //   DataLoss            a record the decoder cannot read (LSN in message)
 //   InvalidArgument     a poison row under on_invalid=halt (event id, LSN),
