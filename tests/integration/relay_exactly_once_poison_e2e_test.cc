@@ -5,7 +5,8 @@
 // topic exactly once, and every other event on its topic exactly once, for
 // a read_committed consumer (the fixture's consumer: librdkafka's default
 // isolation.level is read_committed) and for `outbox-audit
-// --read-committed`.
+// --read-committed`. Under halt the open Kafka transaction is aborted:
+// nothing of it is visible, and all of it is published after the fix.
 #include <iostream>
 #include <map>
 #include <regex>
@@ -127,6 +128,36 @@ TEST_F(RelayExactlyOncePoisonTest, RefusedRecordsAreDeadLetteredOnce) {
   std::cerr << committed.size() << " events, " << refused.size()
             << " refused: " << dead.size() << " dead letters, " << duplicates
             << " duplicates\n";
+}
+
+TEST_F(RelayExactlyOncePoisonTest, HaltAbortsTheOpenKafkaTransaction) {
+  ASSERT_TRUE(CreateTopic(env_->kafka_brokers(), topic_, 1,
+                          {{"max.message.bytes", "10000"}})
+                  .ok());
+  // One Kafka transaction holds both PostgreSQL transactions below.
+  StartRelay({"--set", "outbox.on_invalid=halt", "--set",
+              "kafka.transaction.max_ms=20000"});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> small;
+  std::string before = db_->Scalar("SELECT gen_random_uuid()");
+  db_->Exec(SizedEventSql(before, "before", 100));
+  std::string refused = InsertAround(0, 20'000, &small);
+  EXPECT_EQ(relay_->Wait(60000), 4) << relay_->Output();
+  EXPECT_THAT(relay_->Output(), HasSubstr("halting"));
+  // Nothing of the aborted transaction is visible, not even the event
+  // committed before the refused one.
+  EXPECT_EQ(ConsumeAll(env_->kafka_brokers(), {topic_}, 1, 5000).size(), 0u);
+  // After the fix (here: dead-lettering instead), everything once.
+  StartRelay();
+  auto got = ConsumeAll(env_->kafka_brokers(), {topic_}, 4, 10000);
+  std::map<std::string, int> count;
+  for (const auto& m : got) ++count[m.Header("id")];
+  EXPECT_EQ(got.size(), 3u) << relay_->Output();
+  EXPECT_EQ(count[before], 1);
+  for (const auto& e : small) EXPECT_EQ(count[e.id], 1);
+  auto dead = ConsumeAll(env_->kafka_brokers(), {dead_letter_topic_}, 2, 5000);
+  ASSERT_EQ(dead.size(), 1u) << relay_->Output();
+  EXPECT_EQ(dead[0].Header("id"), refused);
 }
 
 }  // namespace
