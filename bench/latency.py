@@ -191,6 +191,11 @@ def start_system(system, a, env, work, topic_prefix, session=0):
                 "--set", "postgres.publication=bench_relay_lat"]
     if system == "poller-tuned":
         cmd += ["--set", "poller.notify=true", "--set", f"poller.batch_size={a.poller_batch}"]
+    if relay:
+        # Extra settings for the relays, as in bench/run.py, e.g. to measure
+        # a trade-off: OUTBOX_BENCH_RELAY_SET="postgres.status_interval_ms=10".
+        for kv in os.environ.get("OUTBOX_BENCH_RELAY_SET", "").split():
+            cmd += ["--set", kv]
     for kv in eos_settings(system):
         cmd += ["--set", kv]
     p = subprocess.Popen(cmd, stdout=logf, stderr=logf)
