@@ -4,6 +4,7 @@
 //   outbox-latency-consumer --brokers B --topic T[,T2] --run TAG --expect N
 //       [--from end|beginning] [--commits FILE] [--out FILE]
 //       [--idle-timeout S] [--max-seconds S]
+//       [--isolation read_committed|read_uncommitted]
 //
 // Assigns every partition of the topics (no consumer group, no commits) at
 // their current end (the high watermark, looked up before "ready" is printed,
@@ -25,6 +26,11 @@
 // --out writes seq,sched_ns,sent_ns,ack_ns,arrival_ns,kafka_ts_ms per
 // received event (kafka_ts_ms: the record's timestamp, for outbox-relay the
 // moment it was produced; a diagnostic, not in the summary).
+// --isolation sets isolation.level (default read_committed, librdkafka's own
+// default): with read_committed a record becomes visible only once its Kafka
+// transaction commits (outbox-relay with kafka.exactly_once), which is the
+// latency such a consumer sees; for a non-transactional producer both levels
+// read the same records at the same time.
 // Exit 0 when every expected event arrived, 1 when some are missing, 2 on
 // bad arguments or a Kafka setup error.
 
@@ -132,6 +138,7 @@ volatile std::sig_atomic_t stop_requested = 0;
 
 int main(int argc, char** argv) {
   std::string brokers, topics, run, from = "end", commits, out;
+  std::string isolation = "read_committed";
   int64_t expect = -1;
   double idle_timeout = 30, max_seconds = 0;
   for (int i = 1; i < argc; ++i) {
@@ -156,6 +163,8 @@ int main(int argc, char** argv) {
       idle_timeout = std::atof(v);
     } else if (a == "--max-seconds") {
       max_seconds = std::atof(v);
+    } else if (a == "--isolation") {
+      isolation = v;
     } else {
       die(2, "unknown argument " + a);
     }
@@ -164,9 +173,12 @@ int main(int argc, char** argv) {
     die(2,
         "usage: outbox-latency-consumer --brokers B --topic T[,T2] --run TAG "
         "--expect N [--from end|beginning] [--commits FILE] [--out FILE] "
-        "[--idle-timeout S] [--max-seconds S]");
+        "[--idle-timeout S] [--max-seconds S] "
+        "[--isolation read_committed|read_uncommitted]");
   if (from != "end" && from != "beginning")
     die(2, "--from must be end or beginning");
+  if (isolation != "read_committed" && isolation != "read_uncommitted")
+    die(2, "--isolation must be read_committed or read_uncommitted");
 
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -182,6 +194,7 @@ int main(int argc, char** argv) {
   set("fetch.wait.max.ms", "5");
   set("fetch.min.bytes", "1");
   set("fetch.error.backoff.ms", "5");
+  set("isolation.level", isolation);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (rk == nullptr) die(2, std::string("cannot create the consumer: ") + err);
   rd_kafka_poll_set_consumer(rk);

@@ -41,12 +41,24 @@ Each scenario writes its own section of bench/RESULTS.md between markers
 (everything else in the file is kept) and PNG plots under bench/plots/.
 With relay-pgoutput among the systems, one more section puts issue 12's
 targets for it in a table, from the medians of every scenario of the run.
+
+Exactly-once (issue 14): the system relay-eos is outbox-relay (wal2json)
+with kafka.exactly_once=true, and relay-eos-<N>ms the same with
+kafka.transaction.max_ms=N. Listed with relay, they drain copies of the same
+WAL in alternating order (the order of the CDC systems rotates every run),
+so machine noise hits both modes alike; the eos section sets their medians,
+spread and ratio side by side. An exactly-once drain ends, like the others,
+when the slot's confirmed_flush_lsn passes the backlog's last commit, which
+the relay confirms only after the Kafka transaction holding it committed;
+'in Kafka' then counts what a read_committed consumer reads, and Kafka
+transactions counts the checkpoint records committed during the drain.
 """
 
 import argparse
 import datetime
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -66,7 +78,10 @@ MARKS = {"backlog": (BEGIN_MARK, END_MARK),
          "mixed": ("<!-- bench/run.sh mixed: begin -->", "<!-- bench/run.sh mixed: end -->"),
          "large": ("<!-- bench/run.sh large: begin -->", "<!-- bench/run.sh large: end -->"),
          "pgoutput": ("<!-- bench/run.sh pgoutput: begin -->",
-                      "<!-- bench/run.sh pgoutput: end -->")}
+                      "<!-- bench/run.sh pgoutput: end -->"),
+         "eos": ("<!-- bench/run.sh eos: begin -->", "<!-- bench/run.sh eos: end -->")}
+# Sections bench/latency.py writes: --sections may name them too.
+LATENCY_SECTIONS = ("latency",)
 MIB = 1048576
 # Rows per transaction of the mixed workload; every EVERY-th transaction
 # carries one outbox row (EVERY = 1 / (share * MIXED_ROWS)).
@@ -91,7 +106,37 @@ SYSTEMS = {
     "recv-pgoutput": ("pg_recvlogical pgoutput", "recv"),
     "poller": ("outbox-poller (default)", "poll"),
     "poller-tuned": ("outbox-poller (tuned)", "poll"),
+    "relay-eos": ("outbox-relay (exactly-once)", "cdc"),
 }
+# relay-eos-<N>ms: exactly-once with kafka.transaction.max_ms=N (the default
+# is 100); registered by register_eos() when named in --systems.
+EOS_RE = re.compile(r"relay-eos(?:-([0-9]+)ms)?$")
+# The relay's default kafka.checkpoint_topic (not overridden here).
+CHECKPOINT_TOPIC = "outbox.relay.checkpoints"
+
+
+def eos_settings(system):
+    """The relay settings (--set key=value) an exactly-once variant adds,
+    [] for any other system."""
+    m = EOS_RE.match(system)
+    if not m:
+        return []
+    return ["kafka.exactly_once=true"] + (
+        [f"kafka.transaction.max_ms={m.group(1)}"] if m.group(1) else [])
+
+
+def eos_label(system):
+    m = EOS_RE.match(system)
+    return ("outbox-relay (exactly-once" +
+            (f", transaction.max_ms {m.group(1)}" if m.group(1) else "") + ")")
+
+
+def register_eos(systems, table, kind=None):
+    """Adds every relay-eos-<N>ms named in systems to table (SYSTEMS here,
+    bench/latency.py's LABELS there)."""
+    for s in systems:
+        if EOS_RE.match(s) and s not in table:
+            table[s] = eos_label(s) if kind is None else (eos_label(s), kind)
 
 
 def log(msg):
@@ -185,6 +230,20 @@ class Bench:
 
     def topic_count(self, topic):
         """Records in the topic (sum of end offsets), minus the warm-up one."""
+        return self.end_offsets(topic) - 1
+
+    def committed_count(self, topic):
+        """Records a read_committed consumer reads in the topic, minus the
+        warm-up one: the end offsets of a transactionally written topic also
+        count one commit marker per transaction and partition."""
+        out = subprocess.run(
+            ["kcat", "-C", "-b", self.brokers, "-t", topic, "-o", "beginning", "-e", "-q",
+             "-X", "isolation.level=read_committed", "-f", "x\\n"],
+            capture_output=True, check=True).stdout
+        return out.count(b"x") - 1
+
+    def end_offsets(self, topic):
+        """Sum of the topic's end offsets."""
         out = subprocess.run(
             ["kcat", "-b", self.brokers, "-L", "-t", topic, "-J"],
             capture_output=True, check=True).stdout
@@ -197,7 +256,7 @@ class Bench:
         for line in out.splitlines():
             if "offset" in line:
                 total += int(line.rsplit("offset", 1)[1].split()[0])
-        return total - 1
+        return total
 
     def write_backlog(self, per_txn, n=None):
         """Writes n events (default --events), per_txn per transaction.
@@ -331,17 +390,21 @@ $$""")
         """Starts a system writing to topics bench.<tag>.*; returns (child
         Popen or None, pid, Debezium dir or None)."""
         topic_prefix = f"bench.{tag}."
-        if system in ("relay", "relay-pgoutput", "poller", "poller-tuned"):
+        if system in ("relay", "relay-pgoutput", "poller", "poller-tuned") or eos_settings(system):
             relay = system.startswith("relay")
             binary = "outbox-relay" if relay else "outbox-poller"
             cmd = [os.path.join(self.a.bin, binary), "--pg", self.conninfo,
                    "--kafka", self.brokers, "--topic", topic_prefix + "{aggregatetype}",
                    "--set", "log.progress_interval_s=0", "--set", "http.listen="]
             if relay:
-                cmd += ["--slot", slot, "--set", "postgres.create_slot=false"]
+                cmd += ["--slot", slot, "--set", "postgres.create_slot=false",
+                        # Slot markers in the work directory, not the user's.
+                        "--set", f"postgres.state_dir={os.path.join(self.work, 'state')}"]
                 # Extra settings for both relays, e.g. to measure a trade-off:
                 # OUTBOX_BENCH_RELAY_SET="kafka.send_when_idle=false".
                 for kv in os.environ.get("OUTBOX_BENCH_RELAY_SET", "").split():
+                    cmd += ["--set", kv]
+                for kv in eos_settings(system):
                     cmd += ["--set", kv]
             if system == "relay-pgoutput":
                 cmd += ["--set", "postgres.plugin=pgoutput",
@@ -392,6 +455,9 @@ $$""")
         if kind != "recv":
             self.warm_topic(topic_prefix + "order")
             self.warm_topic(topic_prefix + "sentinel")
+        eos = bool(eos_settings(system))
+        cp0 = self.end_offsets(CHECKPOINT_TOPIC) if eos else None
+        load1 = os.getloadavg()[0]  # the machine is shared: say how busy it was
         wal0 = lsn_int(self.q1("SELECT pg_current_wal_insert_lsn()::text"))
         pg0, k0 = tree_cpu(self.postmaster), self.kafka_cpu()
         t0 = time.monotonic()
@@ -442,8 +508,12 @@ $$""")
             cpu = c if c is not None else cpu
             hwm = max(hwm, proc_hwm_kib(pid))
         self.stop(child, ddir)
-        delivered = None
-        if kind != "recv":
+        delivered = txns = None
+        if eos:
+            delivered = self.committed_count(topic_prefix + "order")
+            # One checkpoint record and one commit marker per Kafka transaction.
+            txns = (self.end_offsets(CHECKPOINT_TOPIC) - cp0) // 2
+        elif kind != "recv":
             delivered = self.topic_count(topic_prefix + "order")
         spill = None
         if kind != "poll":
@@ -454,13 +524,17 @@ $$""")
                    rate=n / secs, cpu_s=cpu, cpu_us_per_event=cpu * 1e6 / n,
                    peak_rss_mib=hwm / 1024, pg_cpu_s=pg_cpu, kafka_cpu_s=kafka_cpu,
                    drain_wal_bytes_per_event=max(wal1 - wal0, 0) / n,
-                   startup_s=t_active, delivered=delivered, spill_bytes=spill)
+                   startup_s=t_active, delivered=delivered, spill_bytes=spill,
+                   kafka_txns=txns, loadavg=load1)
         log(f"  {SYSTEMS[system][0]:<30} {secs:7.2f} s {n / secs:9.0f} ev/s  cpu {cpu:6.2f} s "
             f"({res['cpu_us_per_event']:.2f} us/ev)  rss {hwm / 1024:7.1f} MiB  pg cpu {pg_cpu:5.1f} s"
             f"  kafka cpu {kafka_cpu:5.1f} s  wal/ev {res['drain_wal_bytes_per_event']:.0f}"
-            + (f"  delivered {delivered}" if delivered is not None else ""))
+            + (f"  delivered {delivered}" if delivered is not None else "")
+            + (f"  kafka txns {txns}" if txns is not None else "") + f"  load {load1:.1f}")
         if delivered is not None and delivered < n:
             raise RuntimeError(f"{system}: only {delivered} of {n} events in Kafka")
+        if eos and delivered != n:
+            log(f"  {system}: {delivered} events committed for {n}: duplicates")
         return res
 
     # --- the suite ---------------------------------------------------------
@@ -473,7 +547,8 @@ $$""")
         self.q("CHECKPOINT")
 
     def plugin(self, system):
-        return "wal2json" if system in ("relay", "recv-wal2json") else "pgoutput"
+        return ("pgoutput" if system in ("relay-pgoutput", "recv-pgoutput", "debezium")
+                else "wal2json")
 
     def cdc_count(self):
         return sum(SYSTEMS[s][1] != "poll" for s in self.systems)
@@ -497,8 +572,9 @@ $$""")
                 f"({wal / n:.0f} B/event), last commit {lsn_str(last_commit)}")
             for r in range(1, self.a.runs + 1):
                 order = cdc[r - 1:] + cdc[:r - 1]  # rotate the order per run
-                for s in order:
+                for i, s in enumerate(order):
                     self.results.append(self.drain(s, shape, r, last_commit, n))
+                    self.results[-1]["position"] = i + 1
         for r in range(1, self.a.runs + 1):
             for s in poll:
                 self.reset()
@@ -645,6 +721,10 @@ $$""")
                                f"{self.q1('SHOW max_replication_slots')}")
         self.writes = {}
         self.steady_results = []
+        if any(eos_settings(s) for s in self.systems):
+            # The relay reads it at start; made now, so no drain waits for
+            # its auto-creation (a record with another key is ignored).
+            self.warm_topic(CHECKPOINT_TOPIC)
         if "backlog" in self.a.scenarios:
             for shape in self.a.per_txn:
                 log(f"backlog: {shape} event(s) per transaction, {self.a.events} events")
@@ -689,6 +769,8 @@ def summarize(results):
                     startup=med(v, "startup_s"), cpu_s=med(v, "cpu_s"),
                     pg_cpu_s=med(v, "pg_cpu_s"), kafka_cpu_s=med(v, "kafka_cpu_s"),
                     spill=med(v, "spill_bytes"), events=v[0]["events"],
+                    kafka_txns=med(v, "kafka_txns"),
+                    rate_min=min(x["rate"] for x in v), rate_max=max(x["rate"] for x in v),
                     delivered=min((x["delivered"] for x in v if x["delivered"] is not None),
                                   default=None), runs=len(v))
             for k, v in out.items()}
@@ -1067,6 +1149,80 @@ def report_pgoutput(args, summary):
     return "\n".join(L) + "\n"
 
 
+def report_eos(args, bench, summary):
+    """Exactly-once against at-least-once on the drains of this run: medians,
+    spread and ratio per scenario, and every run in the order it ran."""
+    begin, end = MARKS["eos"]
+    eos = [s for s in args.systems if eos_settings(s)]
+    systems = ["relay"] + eos
+    cols = [(k, label) for k, label in pgoutput_columns(args)
+            if any((k, s) in summary for s in systems)]
+    L = [begin, "## Exactly-once against at-least-once: backlog drain (bench/run.sh)", ""]
+    L.append(header(args, f"{args.events} events per backlog"))
+    L.append("")
+    L.append("*outbox-relay* is the default at-least-once relay (wal2json); *exactly-once* is "
+             "the same with `kafka.exactly_once=true` (a Kafka transaction per batch of whole "
+             "PostgreSQL transactions, committed at the first PostgreSQL commit after "
+             "`kafka.transaction.max_ms`, 100 by default, or `max_events`, 10000, with a "
+             "checkpoint record; the slot confirmed only after the commit). Both drain "
+             "copies of one WAL, each from its own slot made before the backlog, one at a "
+             "time; the order of the systems rotates every run (with two systems: "
+             "alternates), so machine noise hits both modes alike. The clock stops when the "
+             "slot's confirmed_flush_lsn passes the backlog's last commit: for exactly-once, "
+             "when the Kafka transaction holding it committed. *In Kafka* counts what a "
+             "read_committed consumer reads (kcat) for exactly-once, end offsets for "
+             "at-least-once; *Kafka txns* counts the checkpoint records committed during "
+             "the drain. The events/s column gives the median and, in brackets, the "
+             "slowest and fastest run.")
+    L.append("")
+    loads = [r["loadavg"] for r in bench.results if r.get("loadavg") is not None]
+    if loads:
+        L.append(f"The machine was shared with other work: its 1-minute load average at the "
+                 f"start of each drain (2 cores; this benchmark's own servers included) was "
+                 f"{min(loads):.1f} to {max(loads):.1f}, median {statistics.median(loads):.1f}.")
+        L.append("")
+    if not cols or "relay" not in args.systems or not eos:
+        L += ["Needs relay and relay-eos among --systems.", "", end]
+        return "\n".join(L) + "\n"
+    rows = []
+    for k, label in cols:
+        base = summary.get((k, "relay"))
+        for s in systems:
+            v = summary.get((k, s))
+            if not v:
+                continue
+            rows.append([
+                label, SYSTEMS[s][0], f"{v['seconds']:.2f}",
+                f"{v['rate']:,.0f} ({v['rate_min']:,.0f}–{v['rate_max']:,.0f})",
+                fmt(v["rate"] / base["rate"]) if base else "–",
+                f"{v['cpu_us']:.2f}", f"{v['rss']:.1f}", f"{v['pg_cpu_us']:.2f}",
+                f"{v['kafka_cpu_us']:.2f}",
+                fmt(v["kafka_txns"], "{:.0f}"),
+                fmt(v["events"] / v["kafka_txns"] if v["kafka_txns"] else None, "{:,.0f}"),
+                "–" if v["delivered"] is None else str(v["delivered"])])
+    L += table(["backlog", "system", "drain s", "events/s (min–max)", "× at-least-once",
+                "CPU µs/event", "peak RSS MiB", "PostgreSQL CPU µs/event",
+                "Kafka CPU µs/event", "Kafka txns", "events/Kafka txn", "in Kafka"], rows)
+    L.append("")
+    L.append("<details><summary>every run, in the order run</summary>")
+    L.append("")
+    labels = dict(cols)
+    runs = sorted((r for r in bench.results if r["system"] in systems and r["shape"] in labels),
+                  key=lambda r: (list(labels).index(r["shape"]), r["run"], r.get("position", 0)))
+    L += table(["backlog", "run", "order", "system", "s", "events/s", "CPU s", "PG CPU s",
+                "Kafka CPU s", "Kafka txns", "in Kafka", "load avg"],
+               [[labels[r["shape"]], str(r["run"]), str(r.get("position", "–")),
+                 SYSTEMS[r["system"]][0], f"{r['seconds']:.2f}", f"{r['rate']:,.0f}",
+                 f"{r['cpu_s']:.2f}", f"{r['pg_cpu_s']:.1f}", f"{r['kafka_cpu_s']:.1f}",
+                 fmt(r.get("kafka_txns"), "{}"), fmt(r["delivered"], "{}"),
+                 fmt(r.get("loadavg"), "{:.1f}")] for r in runs])
+    L.append("")
+    L.append("</details>")
+    L.append("")
+    L.append(end)
+    return "\n".join(L) + "\n"
+
+
 def report_large(args, bench, summary):
     begin, end = MARKS["large"]
     n = args.large_events * args.large_txns
@@ -1216,7 +1372,9 @@ def main():
     p.add_argument("--poller-interval", type=int, default=50)
     p.add_argument("--sections", default=",".join(MARKS),
                    help="which sections of --results to write (of those the run "
-                   "measured): backlog, mixed, large, pgoutput; the others are kept")
+                   "measured): backlog, mixed, large, pgoutput, eos (with relay-eos "
+                   "among the systems; also bench/latency.py's), latency (bench/latency.py's "
+                   "only); the others are kept")
     p.add_argument("--argv", default="")
     args = p.parse_args()
     args.per_txn = [int(x) for x in args.per_txn.split(",")]
@@ -1224,9 +1382,10 @@ def main():
     args.scenarios = args.scenarios.split(",")
     args.argv = args.argv.split()
     args.sections = args.sections.split(",")
+    register_eos(args.systems, SYSTEMS, "cdc")
     for s in args.sections:
-        if s not in MARKS:
-            sys.exit(f"unknown section {s}; known: {', '.join(MARKS)}")
+        if s not in MARKS and s not in LATENCY_SECTIONS:
+            sys.exit(f"unknown section {s}; known: {', '.join(list(MARKS) + list(LATENCY_SECTIONS))}")
     for s in args.systems:
         if s not in SYSTEMS:
             sys.exit(f"unknown system {s}; known: {', '.join(SYSTEMS)}")
@@ -1254,6 +1413,8 @@ def main():
         write_results(args.results, report_large(args, bench, summary), MARKS["large"])
     if "relay-pgoutput" in args.systems and want("pgoutput"):
         write_results(args.results, report_pgoutput(args, summary), MARKS["pgoutput"])
+    if any(eos_settings(s) for s in args.systems) and want("eos"):
+        write_results(args.results, report_eos(args, bench, summary), MARKS["eos"])
     log(f"wrote {args.results}" + (f" and {len(written)} plots in {args.plots}" if written else ""))
 
 

@@ -11,8 +11,9 @@
 #                [--mixed-rate ROWS_PER_S] [--mixed-seconds S]
 #                [--large-events N] [--large-txns T]
 #                [--rates 200,1000,3000] [--seconds S] [--no-drain] [--no-latency]
-#                [--saturate] [--writers W]
-#                [--results FILE] [--plots DIR] [--sections backlog,mixed,large,pgoutput]
+#                [--saturate] [--writers W] [--reps R]
+#                [--results FILE] [--plots DIR]
+#                [--sections backlog,mixed,large,pgoutput,eos,latency]
 #
 # The drain part (bench/run.py) has three scenarios: backlog (N events, K per
 # transaction), mixed (outbox rows are 1% of the WAL, the rest INSERTs,
@@ -37,6 +38,16 @@
 # The latency part writes with bench/loadgen.cc and reads with
 # bench/latency_consumer.cc (built here). Each part writes its own section of
 # bench/RESULTS.md (the rest of the file is kept) and PNGs in bench/plots/.
+# --sections limits what both parts write (latency: the steady-load table).
+#
+# Exactly-once against at-least-once (issue 14): name relay-eos (and
+# relay-eos-<N>ms for kafka.transaction.max_ms=N) with relay in --systems.
+# The drains alternate the systems' order every run; --reps R > 1 makes the
+# latency part interleave too (every rate for every system in turn, each
+# started afresh, R times); the eos section sets medians, spread and ratios
+# side by side. The run quoted in bench/RESULTS.md:
+#   bench/run.sh --systems relay,relay-eos,relay-eos-20ms --scenarios backlog \
+#     --runs 5 --reps 5 --rates 10,200,1000,3000 --sections eos
 # Needs: scripts/setup.sh done, Java 17, Maven (Debezium's jars are fetched
 # from Maven Central into .cache/debezium once), python3 with psycopg and
 # (optional, for plots) matplotlib: pip install 'psycopg[binary]' matplotlib.
@@ -61,9 +72,11 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --systems) args+=("$1" "$2"); lat+=("$1" "$2"); systems=$2; shift 2 ;;  # both parts
     --per-txn|--systems|--poller-batch|--poller-interval|--scenarios|--mixed-events|\
-      --mixed-rate|--mixed-seconds|--large-events|--large-txns|--sections) args+=("$1" "$2"); shift 2 ;;
+      --mixed-rate|--mixed-seconds|--large-events|--large-txns) args+=("$1" "$2"); shift 2 ;;
     --results|--plots) out+=("$1" "$2"); shift 2 ;;
     --saturate) lat+=("$1"); shift ;;
+    --reps) lat+=("$1" "$2"); shift 2 ;;
+    --sections) args+=("$1" "$2"); lat+=("$1" "$2"); shift 2 ;;  # both parts
     --writers) lat+=("$1" "$2"); shift 2 ;;
     *) die "unknown argument $1" ;;
   esac

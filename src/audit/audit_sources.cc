@@ -84,7 +84,7 @@ std::string TopicPattern(absl::string_view topic_template) {
 
 absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     const Config& config, const std::vector<std::string>& patterns,
-    int timeout_s, FILE* progress) {
+    int timeout_s, bool read_committed, FILE* progress) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
   auto set = [&](const std::string& k, const std::string& v) {
@@ -103,6 +103,10 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
   set("group.id", "outbox-audit");
   set("enable.auto.commit", "false");
   set("enable.partition.eof", "true");
+  // Explicit: librdkafka's default is read_committed. Either way the end of
+  // a partition is reported (at the last stable offset when committed).
+  set("isolation.level",
+      read_committed ? "read_committed" : "read_uncommitted");
   set("log_level", "3");
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
   if (rk == nullptr) {

@@ -27,11 +27,15 @@ absl::StatusOr<std::vector<CommittedEvent>> ReadCommittedEvents(
 std::string TopicPattern(absl::string_view topic_template);
 
 // Reads every record of the topics matching any pattern, from the beginning
-// up to the end offsets seen at the start, in partition order. When
-// `progress` is not null (a terminal), draws a progress meter on it.
+// up to the end offsets seen at the start, in partition order.
+// read_committed: only records of committed Kafka transactions (what an
+// exactly-once relay's consumers see); otherwise read_uncommitted: every
+// record written, aborted transactions included (the same for a
+// non-transactional producer). When `progress` is not null (a terminal),
+// draws a progress meter on it.
 absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     const Config& config, const std::vector<std::string>& patterns,
-    int timeout_s, FILE* progress = nullptr);
+    int timeout_s, bool read_committed = false, FILE* progress = nullptr);
 
 }  // namespace outbox
 

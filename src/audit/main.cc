@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   using namespace outbox;
   int64_t max_duplicates = -1;
   bool json = false;
+  bool read_committed = false;
   int timeout_s = 120;
   // Our own flags first; the rest is the relays' common command line.
   std::vector<char*> rest = {argv[0]};
@@ -39,6 +40,8 @@ int main(int argc, char** argv) {
     };
     if (a == "--json") {
       json = true;
+    } else if (a == "--read-committed") {
+      read_committed = true;
     } else if (const char* v = value("--max-duplicates")) {
       max_duplicates = atoll(v);
     } else if (const char* t = value("--timeout-s")) {
@@ -51,9 +54,12 @@ int main(int argc, char** argv) {
           "key=value]\n"
           "                    [--max-duplicates N] [--json] [--timeout-s "
           "S]\n"
+          "                    [--read-committed]\n"
           "Compares the outbox tables with Kafka: missing, duplicates, "
           "unknown,\nmisrouted and per-key order violations. Exit 0 = pass, "
-          "1 = fail.");
+          "1 = fail.\n--read-committed reads only committed Kafka transactions "
+          "(kafka.exactly_once)\nand fails on any duplicate unless "
+          "--max-duplicates says otherwise.");
       return 0;
     } else {
       rest.push_back(argv[i]);
@@ -82,9 +88,11 @@ int main(int argc, char** argv) {
   for (const OutboxTable& t : config->outbox.tables) {
     patterns.push_back(TopicPattern(t.topic));
   }
+  // Exactly once means exactly once: no duplicate is tolerated by default.
+  if (read_committed && max_duplicates < 0) max_duplicates = 0;
   // A progress meter on a terminal only: logs and pipes stay quiet.
   auto records =
-      ReadPublishedRecords(*config, patterns, timeout_s,
+      ReadPublishedRecords(*config, patterns, timeout_s, read_committed,
                            Progress::IsTerminal(stderr) ? stderr : nullptr);
   if (!records.ok()) {
     fprintf(stderr, "outbox-audit: %s\n",

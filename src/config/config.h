@@ -167,6 +167,15 @@ struct KafkaConfig {
   // (config/kafka_safety.h), logging each as a warning, instead of refusing
   // the configuration.
   bool allow_unsafe = false;
+  // Exactly once (src/README.md, "Exactly once into Kafka"): a transactional
+  // producer, a checkpoint per Kafka transaction, confirm only after commit.
+  bool exactly_once = false;
+  // Empty: outbox-relay-<system identifier>-<slot>.
+  std::string transactional_id;
+  std::string checkpoint_topic = "outbox.relay.checkpoints";
+  int64_t transaction_max_ms = 100;
+  int64_t transaction_max_events = 10000;
+  int64_t transaction_split_events = 1000000;
 };
 
 struct LimitsConfig {

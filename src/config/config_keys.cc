@@ -271,6 +271,31 @@ std::vector<ConfigKey> BuildKeys() {
              "(acks below all, enable.idempotence=false, max.in.flight above "
              "5, a finite message.timeout.ms or retries, ...), each logged as "
              "a warning; false refuses them at start"));
+  add(Global("kafka.exactly_once", G(kafka.exactly_once),
+             "publish in Kafka transactions with a checkpoint record and "
+             "confirm the slot only after commit: read_committed consumers "
+             "see every event once, at the cost of up to "
+             "kafka.transaction.max_ms more latency"));
+  add(Global("kafka.transactional_id", G(kafka.transactional_id),
+             "exactly_once: the producer's transactional.id; empty derives "
+             "outbox-relay-<system identifier>-<slot>, so a standby fences a "
+             "stale instance of the same slot"));
+  add(Global("kafka.checkpoint_topic", G(kafka.checkpoint_topic),
+             "exactly_once: the compacted topic holding one checkpoint per "
+             "database and slot (created compacted when missing)"));
+  add(Global("kafka.transaction.max_ms", G(kafka.transaction_max_ms),
+             "exactly_once: commit the Kafka transaction at the first "
+             "PostgreSQL commit after it has been open this long")
+          .Min(1));
+  add(Global("kafka.transaction.max_events", G(kafka.transaction_max_events),
+             "exactly_once: or once it holds this many events")
+          .Min(1));
+  add(Global("kafka.transaction.split_events",
+             G(kafka.transaction_split_events),
+             "exactly_once: split a PostgreSQL transaction (not atomic for "
+             "consumers, still once) past this many events in one Kafka "
+             "transaction")
+          .Min(1));
   // limits
   add(Global("limits.max_inflight_events", G(limits.max_inflight_events),
              "events handed to Kafka but not yet acknowledged before reading "

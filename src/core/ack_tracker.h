@@ -71,6 +71,8 @@ class AckTracker {
   // returns the ticket its delivery report must carry. FailedPrecondition
   // outside a transaction.
   absl::StatusOr<uint64_t> Track();
+  // The ticket the next successful Track() returns.
+  uint64_t next_ticket() const { return next_ticket_; }
 
   // Closes the open transaction at end_lsn (wal2json C nextlsn).
   // FailedPrecondition outside a transaction, InvalidArgument for

@@ -12,6 +12,12 @@
 // InvalidArgument. Which user properties are refused as unsafe is
 // decided at configuration load (config/kafka_safety.h), not here.
 //
+// With KafkaOptions::transactional_id set the producer is transactional
+// (kafka.exactly_once): Create() calls init_transactions (fencing any older
+// producer with that id), and the KafkaTransactions methods map librdkafka's
+// error classes (fatal, fenced, txn_requires_abort, retriable) to the codes
+// core/kafka_transactions.h documents.
+//
 // Threading: one thread calls everything; the delivery handler runs inside
 // Poll() and Flush() on that thread. The only file that includes rdkafka.h
 // for producing.
@@ -26,6 +32,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/kafka_transactions.h"
 #include "outbox/event_sink.h"
 
 struct rd_kafka_s;
@@ -49,9 +56,12 @@ struct KafkaOptions {
   // empty.
   std::function<void(bool reachable, absl::string_view state)>
       on_connection_state;
+  // Non-empty: a transactional producer with this transactional.id.
+  std::string transactional_id;
+  int transaction_timeout_ms = 30000;  // init, commit and abort calls
 };
 
-class RdKafkaSink : public EventSink {
+class RdKafkaSink : public EventSink, public KafkaTransactions {
  public:
   // InvalidArgument names a property librdkafka rejected.
   static absl::StatusOr<std::unique_ptr<RdKafkaSink>> Create(
@@ -67,6 +77,14 @@ class RdKafkaSink : public EventSink {
   int wake_fd() const override { return wake_[0]; }
 
   void Purge() override;
+
+  // KafkaTransactions; only for a transactional producer.
+  absl::Status BeginTransaction() override;
+  absl::Status ProduceInTransaction(absl::string_view topic,
+                                    absl::string_view key,
+                                    absl::string_view value) override;
+  absl::Status CommitTransaction() override;
+  absl::Status AbortTransaction() override;
 
   // Raises a fatal producer error with that librdkafka error code, as the
   // broker thread would (rd_kafka_test_fatal_error). Tests only.
@@ -90,6 +108,9 @@ class RdKafkaSink : public EventSink {
   // The producer's handle for a topic, made once per name (producing by
   // name would look it up under librdkafka's lock for every record).
   rd_kafka_topic_s* TopicHandle(const std::string& name);
+  // The producer's fatal error in kafka_transactions.h's codes
+  // (FailedPrecondition when fenced, else Internal); OK when none.
+  absl::Status FatalTransactionError() const;
 
   rd_kafka_s* rk_ = nullptr;
   absl::flat_hash_map<std::string, rd_kafka_topic_s*> topics_;
@@ -103,6 +124,13 @@ class RdKafkaSink : public EventSink {
   std::function<void(bool, absl::string_view)> on_connection_state_;
   bool connection_trouble_ = false;  // told, and no delivery since
   bool all_brokers_down_ = false;    // ... and librdkafka said all down
+  int transaction_timeout_ms_ = 0;
+  // The first failed delivery of a record produced outside the tickets
+  // (ProduceInTransaction); CommitTransaction() fails with it.
+  absl::Status untracked_error_;
+  // A record of the open transaction failed delivery: it is abortable, and
+  // CommitTransaction() says so without waiting for the rest to drain.
+  bool txn_delivery_failed_ = false;
   std::map<std::string, std::string> effective_;
 };
 

@@ -50,7 +50,7 @@ std::string LsnField(Lsn lsn) { return FormatLsn(lsn); }
 
 Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
              Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
-             Lsn start, RelayMetrics* metrics)
+             Lsn start, RelayMetrics* metrics, CommitPolicy* policy)
     : options_(options),
       stream_(stream),
       decoder_(decoder),
@@ -58,6 +58,7 @@ Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
       sink_(sink),
       clock_(clock),
       tracker_(start),
+      policy_(policy != nullptr ? policy : &ack_policy_),
       metrics_(metrics) {
   stats_.confirmed = start;
   stats_.received = start;
@@ -80,6 +81,7 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
   last_progress_us_ = last_status_us_;
   StreamMessage msg;
   while (!stop.load(std::memory_order_relaxed)) {
+    turn_now_us_ = clock_->NowMicros();
     if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
     sink_->Poll(0);
     if (!delivery_error_.ok()) return Shutdown(delivery_error_);
@@ -171,6 +173,7 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
       in_transaction_ = true;
       txn_commit_time_us_ = change_.commit_time_us;
       txn_has_events_ = false;
+      policy_->OnBegin(change_.lsn);
       return tracker_.Begin(change_.commit_time_us);
     case Change::Kind::kCommit:
       if (!in_transaction_) {
@@ -182,7 +185,8 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
       ++stats_.transactions;
       stats_.received = std::max(stats_.received, change_.end_lsn);
       if (txn_has_events_) txn_times_.back().end_lsn = change_.end_lsn;
-      return tracker_.Commit(change_.end_lsn);
+      RETURN_IF_ERROR(tracker_.Commit(change_.end_lsn));
+      return policy_->OnCommit(change_.end_lsn, turn_now_us_);
     case Change::Kind::kInsert:
       if (!in_transaction_) {
         return absl::DataLossError(absl::StrCat(
@@ -250,6 +254,12 @@ absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
 }
 
 absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
+  // Dropped events (published before, per the policy) are never tracked.
+  ASSIGN_OR_RETURN(CommitPolicy::Admission admission,
+                   policy_->Admit(tracker_.next_ticket(), turn_now_us_));
+  if (admission.kind == CommitPolicy::Admission::kDrop) {
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
   if (!txn_has_events_) {
     txn_has_events_ = true;
@@ -264,6 +274,14 @@ absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
                        : router_->Route(change_, &record_);
   if (!s.ok()) {
     return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
+  }
+  if (admission.kind == CommitPolicy::Admission::kDeadLetter) {
+    // Kafka refused it in an earlier attempt of this Kafka transaction:
+    // what the at-least-once relay does after the refusal, done up front.
+    return DeadLetterUndeliverable(
+        FailedRecord{ticket, std::string(record_.event_id), record_.topic,
+                     std::string(record_.key), std::string(record_.value),
+                     std::string(admission.refusal)});
   }
   s = ProduceTracked(record_, ticket);
   if (absl::IsInvalidArgument(s)) {
@@ -384,10 +402,24 @@ void Relay::OnDelivery(const DeliveryReport& report) {
   }
   ++stats_.delivery_errors;
   if (metrics_ != nullptr) metrics_->OnDeliveryError();
-  if (!delivery_error_.ok()) return;  // already winding down
   std::string what =
       absl::StrCat("delivery of event ", report.record.event_id, " to topic ",
                    report.record.topic, " failed: ", report.status.message());
+  if (absl::IsInvalidArgument(report.status) && options_.dead_letter &&
+      !to_dlq) {
+    // Every refusal, even while winding down, so one replay covers them.
+    absl::Status s = policy_->OnRefused(report.ticket, report.status.message());
+    if (!s.ok()) {
+      // Not here (exactly-once): the session ends, the replay dead-letters.
+      tracker_.Failed(report.ticket).IgnoreError();
+      if (delivery_error_.ok()) {
+        delivery_error_ =
+            absl::Status(s.code(), absl::StrCat(what, "; ", s.message()));
+      }
+      return;
+    }
+  }
+  if (!delivery_error_.ok()) return;  // already winding down
   if (!absl::IsInvalidArgument(report.status)) {
     // Transient (timeout, purge): restart from the slot; the slot's
     // position never passed this event, so it is read again.
@@ -416,23 +448,29 @@ absl::Status Relay::DeadLetterFailedDeliveries() {
   while (!failed_.empty()) {
     FailedRecord f = std::move(failed_.front());
     failed_.pop_front();
-    Log(Severity::kWarn, "dead-lettering undeliverable event",
-        {{"event_id", f.event_id}, {"topic", f.topic}, {"error", f.error}});
-    const Record& dead = dead_letter_.Build(
-        options_.dead_letter_topic, f.event_id, f.value,
-        /*value_is_null=*/false, f.error, {{"topic", f.topic}, {"key", f.key}});
-    absl::Status s = ProduceTracked(dead, f.ticket);
-    if (!s.ok()) {
-      tracker_.Failed(f.ticket).IgnoreError();
-      return DeadLetterError(s, absl::StrCat("event ", f.event_id));
-    }
+    RETURN_IF_ERROR(DeadLetterUndeliverable(f));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Relay::DeadLetterUndeliverable(const FailedRecord& f) {
+  Log(Severity::kWarn, "dead-lettering undeliverable event",
+      {{"event_id", f.event_id}, {"topic", f.topic}, {"error", f.error}});
+  const Record& dead = dead_letter_.Build(
+      options_.dead_letter_topic, f.event_id, f.value,
+      /*value_is_null=*/false, f.error, {{"topic", f.topic}, {"key", f.key}});
+  absl::Status s = ProduceTracked(dead, f.ticket);
+  if (!s.ok()) {
+    tracker_.Failed(f.ticket).IgnoreError();
+    return DeadLetterError(s, absl::StrCat("event ", f.event_id));
   }
   return absl::OkStatus();
 }
 
 absl::Status Relay::MaybeSendStatus(bool force) {
   int64_t now = clock_->NowMicros();
-  Lsn confirmed = tracker_.confirmed();
+  ASSIGN_OR_RETURN(Lsn confirmed,
+                   policy_->Confirmable(tracker_.confirmed(), now));
   int64_t since = now - last_status_us_;
   bool due = force || reply_requested_ ||
              since >= int64_t{options_.status_interval_ms} * 1000 ||
@@ -603,11 +641,22 @@ absl::Status Relay::Shutdown(absl::Status result) {
     sink_->Purge();
     if (result.ok()) result = delivery_error_;  // failed in the final flush
   }
-  if (stream_alive) {
+  // Make durable what the policy can (exactly-once: commit the open Kafka
+  // transaction between PostgreSQL transactions), or give it up.
+  absl::Status finished = policy_->Finish(result.ok() && !ReportFailed());
+  if (result.ok() && !finished.ok()) result = finished;
+  if (!finished.ok() && finished.message() != result.message()) {
+    // Ending for another reason, but this one matters too (fenced: never
+    // commit again).
+    Log(Severity::kWarn, std::string(finished.message()));
+  }
+  if (stream_alive && finished.ok()) {
     absl::Status s = MaybeSendStatus(/*force=*/true);
     if (s.ok()) stream_->Stop().IgnoreError();
   }
-  stats_.confirmed = tracker_.confirmed();
+  absl::StatusOr<Lsn> confirmed =
+      policy_->Confirmable(tracker_.confirmed(), clock_->NowMicros());
+  stats_.confirmed = confirmed.ok() ? *confirmed : last_sent_flush_;
   if (metrics_ != nullptr) UpdateMetrics();
   return result;
 }

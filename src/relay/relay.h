@@ -30,7 +30,9 @@
 // After a failed delivery report the producer is purged, not flushed, so
 // nothing queued behind the failed record is delivered ahead of it.
 //   Unavailable         the connection dropped or a delivery failed for a
-//                       transient reason: reconnect from the slot
+//                       transient reason, or (exactly once) Kafka refused
+//                       a record inside a transaction, or the policy was
+//                       fenced: reconnect from the slot
 //   Internal            the producer hit a fatal error: rebuild it
 //   DataLoss            a record the decoder cannot read (LSN in message)
 //   InvalidArgument     a poison row under on_invalid=halt (event id, LSN),
@@ -45,6 +47,7 @@
 
 #include "absl/status/status.h"
 #include "core/ack_tracker.h"
+#include "core/commit_policy.h"
 #include "outbox/change.h"
 #include "outbox/clock.h"
 #include "outbox/decoder.h"
@@ -136,10 +139,13 @@ class Relay {
  public:
   // None of the pointers is owned; all must outlive Run(). `start` is the
   // slot's confirmed position (the watermark starts there). `metrics` may be
-  // null.
+  // null. `policy` decides what may be confirmed and which replayed events
+  // are dropped (core/commit_policy.h); null is at-least-once
+  // (AckCommitPolicy).
   Relay(const RelayOptions& options, ReplicationStream* stream,
         Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
-        Lsn start, RelayMetrics* metrics = nullptr);
+        Lsn start, RelayMetrics* metrics = nullptr,
+        CommitPolicy* policy = nullptr);
 
   // Streams until `stop` becomes true or an error; see the header comment.
   absl::Status Run(const std::atomic<bool>& stop);
@@ -151,6 +157,13 @@ class Relay {
   }
 
  private:
+  // A record Kafka refused for good, to be dead-lettered under its ticket
+  // (copied out of the report: its views die with the handler).
+  struct FailedRecord {
+    uint64_t ticket;
+    std::string event_id, topic, key, value, error;
+  };
+
   absl::Status HandleMessage(const StreamMessage& msg);
   // An outbox event: a row insert, or (from_message) a logical message
   // under the outbox prefix.
@@ -159,6 +172,8 @@ class Relay {
   absl::Status HandleUpdate(const StreamMessage& msg);
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
   absl::Status DeadLetterFailedDeliveries();
+  // Produces f's dead letter under f.ticket; an error ends the session.
+  absl::Status DeadLetterUndeliverable(const FailedRecord& f);
   // `what` names the kind of event: "outbox row" or "outbox message".
   absl::Status Poison(const absl::Status& why, uint64_t ticket,
                       absl::string_view event_id, Lsn lsn,
@@ -184,17 +199,15 @@ class Relay {
   EventSink* sink_;
   Clock* clock_;
   AckTracker tracker_;
+  AckCommitPolicy ack_policy_;
+  CommitPolicy* policy_;     // &ack_policy_ unless given
+  int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
   Change change_;
   Record record_;
   DeadLetter dead_letter_;
   RelayStats stats_;
   absl::Status delivery_error_;  // first fatal error seen in a report
-  // Permanently failed deliveries waiting to be dead-lettered (copied out
-  // of the report: its views die with the handler).
-  struct FailedRecord {
-    uint64_t ticket;
-    std::string event_id, topic, key, value, error;
-  };
+  // Permanently failed deliveries waiting to be dead-lettered.
   std::deque<FailedRecord> failed_;
   bool in_transaction_ = false;
   Lsn last_sent_flush_ = kInvalidLsn;

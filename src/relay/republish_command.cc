@@ -264,7 +264,8 @@ int RunRepublishCommand(const Config& config,
   // Progress meters on a terminal only: logs and pipes stay quiet.
   FILE* progress = Progress::IsTerminal(err) ? err : nullptr;
   absl::StatusOr<std::vector<PublishedRecord>> records = ReadPublishedRecords(
-      config, TopicPatterns(config), options.timeout_s, progress);
+      config, TopicPatterns(config), options.timeout_s,
+      /*read_committed=*/config.kafka.exactly_once, progress);
   if (!records.ok()) {
     return fail(absl::Status(
         records.status().code(),

@@ -11,6 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "core/transactional_commit_policy.h"
+#include "kafka/checkpoint_reader.h"
+#include "kafka/checkpoint_topic.h"
 #include "kafka/rdkafka_sink.h"
 #include "outbox/status_macros.h"
 #include "pg/failover_readiness.h"
@@ -354,6 +357,10 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   std::optional<ServerIdentity> previous_server;
   if (history != nullptr) previous_server = history->RecordedServer();
   bool first_session = true;
+  // Exactly once: events Kafka refused inside an aborted transaction, to
+  // dead-letter when the next session replays them.
+  RefusedEvents refused;
+  bool checkpoint_topic_checked = false;  // once per process
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -402,7 +409,24 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
       Log(Severity::kInfo, "enabled failover on the replication slot",
           {{"slot", config.postgres.slot}});
     }
-    auto sink = RdKafkaSink::Create(kafka);
+    KafkaOptions session_kafka = kafka;
+    if (config.kafka.exactly_once) {
+      session_kafka.transactional_id =
+          !config.kafka.transactional_id.empty()
+              ? config.kafka.transactional_id
+              : absl::StrCat("outbox-relay-", server.system_id, "-",
+                             config.postgres.slot);
+    }
+    auto sink = RdKafkaSink::Create(session_kafka);
+    if (!sink.ok() && absl::IsUnavailable(sink.status())) {
+      // init_transactions could not reach the coordinator: like a broker
+      // outage, wait and retry.
+      Log(Severity::kWarn, "waiting for Kafka",
+          {{"reason", std::string(sink.status().message())}});
+      SleepUnlessStopped(backoff, stop, metrics);
+      backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+      continue;
+    }
     if (!sink.ok()) {
       Log(Severity::kError, std::string(sink.status().message()));
       return kExitUsage;
@@ -417,6 +441,67 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     }
     previous_server = identity;
     first_session = false;
+    // Exactly once: after init_transactions (which aborts what a previous
+    // producer left open, so the read below is not held back by it), the
+    // last committed checkpoint decides what is already published.
+    std::unique_ptr<TransactionalCommitPolicy> policy;
+    if (config.kafka.exactly_once && !checkpoint_topic_checked) {
+      absl::StatusOr<CheckpointTopicState> topic =
+          EnsureCheckpointTopic(session_kafka, config.kafka.checkpoint_topic,
+                                config.kafka.flush_timeout_ms);
+      if (absl::IsUnavailable(topic.status())) {
+        Log(Severity::kWarn, "waiting for Kafka",
+            {{"reason", std::string(topic.status().message())}});
+        SleepUnlessStopped(backoff, stop, metrics);
+        backoff =
+            std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+        continue;
+      }
+      checkpoint_topic_checked = true;
+      if (!topic.ok()) {
+        // Maybe only creating or describing is denied: producing may work.
+        Log(Severity::kWarn, std::string(topic.status().message()));
+      } else if (topic->created) {
+        Log(Severity::kInfo, "created the checkpoint topic",
+            {{"topic", config.kafka.checkpoint_topic},
+             {"cleanup.policy", topic->cleanup_policy}});
+      } else if (!topic->compacted()) {
+        Log(Severity::kWarn,
+            "the checkpoint topic is not compacted: retention may delete "
+            "the last checkpoint, and a restart after that publishes again "
+            "what the slot still holds; set cleanup.policy=compact on it",
+            {{"topic", config.kafka.checkpoint_topic},
+             {"cleanup.policy", topic->cleanup_policy}});
+      }
+    }
+    if (config.kafka.exactly_once) {
+      absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(
+          session_kafka, config.kafka.checkpoint_topic, server.system_id,
+          config.postgres.slot, config.kafka.flush_timeout_ms);
+      if (!checkpoint.ok()) {
+        if (absl::IsDataLoss(checkpoint.status())) {
+          Log(Severity::kError, std::string(checkpoint.status().message()));
+          return kExitStream;
+        }
+        Log(Severity::kWarn, "waiting for Kafka",
+            {{"reason", std::string(checkpoint.status().message())}});
+        SleepUnlessStopped(backoff, stop, metrics);
+        backoff =
+            std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+        continue;
+      }
+      TransactionOptions txn;
+      txn.checkpoint_topic = config.kafka.checkpoint_topic;
+      txn.max_ms = config.kafka.transaction_max_ms;
+      txn.max_events = config.kafka.transaction_max_events;
+      txn.split_events = config.kafka.transaction_split_events;
+      Log(Severity::kInfo, "exactly once",
+          {{"transactional_id", session_kafka.transactional_id},
+           {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
+           {"checkpoint_topic", config.kafka.checkpoint_topic}});
+      policy = std::make_unique<TransactionalCommitPolicy>(
+          txn, sink->get(), *checkpoint, &refused);
+    }
     Log(Severity::kInfo, "streaming",
         {{"host", server.endpoint},
          {"server", server.version},
@@ -440,7 +525,8 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     pipeline.message_router = message_router.get();
     pipeline.heartbeat_nonce = heartbeat_nonce;
     Relay relay(pipeline, stream->get(), decoder.get(), router->get(),
-                sink->get(), RealClock(), server.slot_confirmed_flush, metrics);
+                sink->get(), RealClock(), server.slot_confirmed_flush, metrics,
+                policy.get());
     absl::Status s = relay.Run(stop);
     const RelayStats& st = relay.stats();
     std::vector<LogField> summary;

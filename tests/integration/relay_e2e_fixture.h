@@ -268,6 +268,18 @@ class RelayE2ETest : public ::testing::Test {
     return code;
   }
 
+  // SQL inserting one event whose payload's JSON text is `bytes` long.
+  std::string SizedEventSql(const std::string& id, const std::string& key,
+                            size_t bytes) {
+    // {"blob": "yyy..."}: 12 bytes around the string.
+    return absl::StrCat("INSERT INTO public.", table_,
+                        " (id, aggregatetype, aggregateid, type, payload) "
+                        "VALUES ('",
+                        id, "', '", aggtype_, "', '", key,
+                        "', 'Sized', jsonb_build_object('blob', repeat('y', ",
+                        bytes - 12, ")));");
+  }
+
   // A 2 MB payload: over the producer's message.max.bytes (1 MB).
   void InsertHugeEvent(const std::string& id) {
     db_->Exec("INSERT INTO public." + table_ +

@@ -169,6 +169,104 @@ absl::Status ProduceSync(const std::string& brokers, const std::string& topic,
   return absl::OkStatus();
 }
 
+namespace {
+
+// Runs one admin request on a throwaway client and hands its result event
+// to `result` (the event dies with the client).
+absl::Status RunAdmin(
+    const std::string& brokers,
+    const std::function<void(rd_kafka_t*, rd_kafka_queue_t*)>& request,
+    const std::function<absl::Status(rd_kafka_event_t*)>& result) {
+  char err[512];
+  rd_kafka_t* rk =
+      rd_kafka_new(RD_KAFKA_PRODUCER, BaseConf(brokers), err, sizeof(err));
+  if (rk == nullptr) return absl::InternalError(err);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  request(rk, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  absl::Status s;
+  if (ev == nullptr) {
+    s = absl::DeadlineExceededError("admin request timed out");
+  } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    s = absl::InternalError(rd_kafka_event_error_string(ev));
+  } else {
+    s = result(ev);
+  }
+  if (ev != nullptr) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+  return s;
+}
+
+}  // namespace
+
+absl::Status CreateTopic(const std::string& brokers, const std::string& topic,
+                         int partitions,
+                         const std::map<std::string, std::string>& configs) {
+  char err[512];
+  rd_kafka_NewTopic_t* nt =
+      rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, err, sizeof(err));
+  if (nt == nullptr) return absl::InvalidArgumentError(err);
+  for (const auto& [k, v] : configs) {
+    rd_kafka_NewTopic_set_config(nt, k.c_str(), v.c_str());
+  }
+  absl::Status s = RunAdmin(
+      brokers,
+      [&](rd_kafka_t* rk, rd_kafka_queue_t* q) {
+        rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
+      },
+      [](rd_kafka_event_t* ev) {
+        size_t n = 0;
+        const rd_kafka_topic_result_t** results =
+            rd_kafka_CreateTopics_result_topics(
+                rd_kafka_event_CreateTopics_result(ev), &n);
+        if (n != 1) return absl::InternalError("CreateTopics: no result");
+        if (rd_kafka_topic_result_error(results[0]) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
+          return absl::InternalError(
+              rd_kafka_topic_result_error_string(results[0]));
+        }
+        return absl::OkStatus();
+      });
+  rd_kafka_NewTopic_destroy(nt);
+  return s;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> TopicConfigs(
+    const std::string& brokers, const std::string& topic) {
+  rd_kafka_ConfigResource_t* res =
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+  std::map<std::string, std::string> out;
+  absl::Status s = RunAdmin(
+      brokers,
+      [&](rd_kafka_t* rk, rd_kafka_queue_t* q) {
+        rd_kafka_DescribeConfigs(rk, &res, 1, nullptr, q);
+      },
+      [&](rd_kafka_event_t* ev) {
+        size_t n = 0;
+        const rd_kafka_ConfigResource_t** resources =
+            rd_kafka_DescribeConfigs_result_resources(
+                rd_kafka_event_DescribeConfigs_result(ev), &n);
+        if (n != 1) return absl::InternalError("DescribeConfigs: no result");
+        if (rd_kafka_ConfigResource_error(resources[0]) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
+          return absl::NotFoundError(
+              rd_kafka_ConfigResource_error_string(resources[0]));
+        }
+        size_t count = 0;
+        const rd_kafka_ConfigEntry_t** entries =
+            rd_kafka_ConfigResource_configs(resources[0], &count);
+        for (size_t i = 0; i < count; ++i) {
+          const char* value = rd_kafka_ConfigEntry_value(entries[i]);
+          out[rd_kafka_ConfigEntry_name(entries[i])] = value ? value : "";
+        }
+        return absl::OkStatus();
+      });
+  rd_kafka_ConfigResource_destroy(res);
+  if (!s.ok()) return s;
+  return out;
+}
+
 std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
                                      const std::vector<std::string>& topics,
                                      size_t want, int timeout_ms) {

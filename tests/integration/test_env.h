@@ -70,6 +70,16 @@ struct KafkaMessage {
 absl::Status ProduceSync(const std::string& brokers, const std::string& topic,
                          const std::string& key, const std::string& value);
 
+// Creates `topic` with `partitions` partitions (replication factor 1) and
+// the given topic configs.
+absl::Status CreateTopic(const std::string& brokers, const std::string& topic,
+                         int partitions,
+                         const std::map<std::string, std::string>& configs);
+
+// The topic's effective configs (DescribeConfigs), name -> value.
+absl::StatusOr<std::map<std::string, std::string>> TopicConfigs(
+    const std::string& brokers, const std::string& topic);
+
 // Reads topics from the beginning until `want` messages arrived or
 // `timeout_ms` passed with no new message; returns what it read.
 std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,

@@ -149,7 +149,7 @@ class RelayTest : public ::testing::Test {
   // script is played and nothing is outstanding (or after max_polls).
   absl::Status Run(std::function<void()> step, int max_polls = 100000) {
     Relay relay(options_, &stream_, &decoder_, router_.get(), &sink_, &clock_,
-                start_, metrics_.get());
+                start_, metrics_.get(), policy_);
     std::atomic<bool> stop{false};
     relay_ = &relay;
     sink_.on_poll = [&] {
@@ -186,6 +186,7 @@ class RelayTest : public ::testing::Test {
   RelayStats stats_;
   const Relay* relay_ = nullptr;  // the one Run() runs, for `step` to inspect
   std::unique_ptr<RelayMetrics> metrics_;  // null unless a test sets it
+  CommitPolicy* policy_ = nullptr;         // at-least-once unless set
 };
 
 // kTs as Unix microseconds.

@@ -1,0 +1,118 @@
+// TransactionalCommitPolicy: exactly-once delivery (kafka.exactly_once).
+//
+// Events go into Kafka transactions, each holding whole PostgreSQL
+// transactions plus, last, a Checkpoint record naming the end LSN of the
+// newest PostgreSQL commit it covers. A position is confirmable only once
+// the Kafka transaction covering it has committed, so after any crash the
+// slot replays from at or before the last checkpoint, and the
+// CheckpointFilter drops what that checkpoint says is published.
+//
+// Cadence: a Kafka transaction commits at the first PostgreSQL commit after
+// it has been open max_ms or holds max_events events (or on a loop turn
+// between PostgreSQL transactions once it is due). A PostgreSQL transaction
+// is split only when the Kafka transaction already holds split_events
+// events: the commit then records the split transaction's commit LSN and
+// how many of its events are published (Checkpoint::partial_*).
+//
+// A record Kafka refuses for good (on_invalid: dead_letter) makes the Kafka
+// transaction abortable, so it cannot be dead-lettered where it is:
+// OnRefused() remembers the event's position in RefusedEvents and fails
+// the session; the transaction is aborted and replayed from the last
+// checkpoint, and Admit() then answers kDeadLetter for that event, so its
+// dead letter commits in the replayed transaction with everything around
+// it.
+//
+// Errors end the session, and nothing after the last committed checkpoint
+// is confirmed: the next session's producer (init_transactions) aborts
+// whatever this one left open. Fenced (FailedPrecondition from
+// KafkaTransactions) becomes Unavailable naming the fence, so the
+// supervisor goes back to waiting for the slot as a standby; an abortable
+// error aborts first. Once failed, every call returns the same error.
+//
+// Threading: one thread (the relay's poll loop).
+#ifndef OUTBOX_CORE_TRANSACTIONAL_COMMIT_POLICY_H_
+#define OUTBOX_CORE_TRANSACTIONAL_COMMIT_POLICY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint.h"
+#include "core/commit_policy.h"
+#include "core/kafka_transactions.h"
+#include "core/refused_events.h"
+
+namespace outbox {
+
+struct TransactionOptions {
+  std::string checkpoint_topic = "outbox.relay.checkpoints";
+  int64_t max_ms = 100;
+  int64_t max_events = 10000;
+  int64_t split_events = 1000000;
+};
+
+class TransactionalCommitPolicy final : public CommitPolicy {
+ public:
+  // `kafka` is not owned and must outlive the policy. `last` is the
+  // checkpoint read at start-up (its system identifier and slot name the
+  // ones written; end_lsn kInvalidLsn when none was found). `refused` (not
+  // owned; null: the policy keeps its own) outlives the session so that
+  // the next one knows what Kafka refused in this one.
+  TransactionalCommitPolicy(const TransactionOptions& options,
+                            KafkaTransactions* kafka, const Checkpoint& last,
+                            RefusedEvents* refused = nullptr);
+
+  void OnBegin(Lsn commit_lsn) override;
+  absl::StatusOr<Admission> Admit(uint64_t ticket, int64_t now_us) override;
+  // Unavailable naming the refusal; from then on nothing commits and
+  // Finish() aborts. May be called from inside CommitTransaction(), which
+  // serves delivery reports.
+  absl::Status OnRefused(uint64_t ticket, absl::string_view error) override;
+  absl::Status OnCommit(Lsn end_lsn, int64_t now_us) override;
+  absl::StatusOr<Lsn> Confirmable(Lsn delivered, int64_t now_us) override;
+  absl::Status Finish(bool commit) override;
+
+  // The newest committed checkpoint (for the next session).
+  const Checkpoint& committed() const { return committed_; }
+  int64_t dropped() const { return filter_.dropped(); }
+  int64_t transactions_committed() const { return commits_; }
+
+ private:
+  bool Due(int64_t now_us) const;
+  // Produces the checkpoint (end_lsn = open_end_, or the last committed
+  // one, plus the partial transaction if given) and commits.
+  absl::Status Commit(Lsn partial_commit_lsn, int64_t partial_events);
+  absl::Status Fail(const absl::Status& s);
+
+  // The events of one PostgreSQL transaction in the open Kafka
+  // transaction: tickets from first_ticket on are its events from
+  // first_ordinal on (tickets of one transaction are consecutive).
+  struct Segment {
+    Lsn commit_lsn;
+    uint64_t first_ticket;
+    int64_t first_ordinal;
+  };
+
+  const TransactionOptions options_;
+  KafkaTransactions* kafka_;
+  RefusedEvents own_refused_;
+  RefusedEvents* refused_;
+  std::vector<Segment> segments_;  // of the open Kafka transaction
+  CheckpointFilter filter_;
+  Checkpoint committed_;
+  absl::Status failed_;
+  bool open_ = false;           // a Kafka transaction is open
+  bool aborted_ = false;        // Finish() aborted one
+  int64_t opened_us_ = 0;       // when it opened
+  int64_t txn_events_ = 0;      // events in it
+  Lsn open_end_ = kInvalidLsn;  // newest PostgreSQL commit in it
+  bool in_pg_ = false;          // between B and C
+  Lsn pg_commit_lsn_ = kInvalidLsn;
+  int64_t pg_events_ = 0;   // events of the open PostgreSQL transaction
+  Lsn last_ = kInvalidLsn;  // newest Confirmable() answer
+  int64_t commits_ = 0;
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_CORE_TRANSACTIONAL_COMMIT_POLICY_H_

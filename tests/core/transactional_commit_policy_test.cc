@@ -1,0 +1,264 @@
+#include "core/transactional_commit_policy.h"
+
+#include <string>
+#include <vector>
+
+#include "core/fake_kafka_transactions.h"
+#include "gtest/gtest.h"
+
+namespace outbox {
+namespace {
+
+using ::outbox::testing::FakeKafkaTransactions;
+
+Checkpoint Start(Lsn end_lsn) {
+  Checkpoint c;
+  c.system_identifier = "42";
+  c.slot = "slot";
+  c.end_lsn = end_lsn;
+  return c;
+}
+
+TransactionOptions Options() {
+  TransactionOptions o;
+  o.checkpoint_topic = "cp";
+  o.max_ms = 100;
+  o.max_events = 1000;
+  o.split_events = 1000000;
+  return o;
+}
+
+using Admission = CommitPolicy::Admission;
+
+// Tickets as the AckTracker hands them out: consecutive, one per event not
+// dropped.
+uint64_t next_ticket = 1;
+
+// Admits one event; returns what the policy said (kDrop on error).
+Admission::Kind Admit(CommitPolicy& p, int64_t now_us,
+                      std::string* refusal = nullptr) {
+  absl::StatusOr<Admission> a = p.Admit(next_ticket, now_us);
+  EXPECT_TRUE(a.ok()) << a.status();
+  if (!a.ok()) return Admission::kDrop;
+  if (a->kind != Admission::kDrop) ++next_ticket;
+  if (refusal != nullptr) *refusal = std::string(a->refusal);
+  return a->kind;
+}
+
+// One PostgreSQL transaction of `events` events; returns how many Admit()
+// let through.
+int Txn(CommitPolicy& p, Lsn commit_lsn, Lsn end_lsn, int events,
+        int64_t now_us) {
+  p.OnBegin(commit_lsn);
+  int admitted = 0;
+  for (int i = 0; i < events; ++i) {
+    if (Admit(p, now_us) != Admission::kDrop) ++admitted;
+  }
+  EXPECT_TRUE(p.OnCommit(end_lsn, now_us).ok());
+  return admitted;
+}
+
+Lsn Confirm(CommitPolicy& p, Lsn delivered, int64_t now_us) {
+  absl::StatusOr<Lsn> c = p.Confirmable(delivered, now_us);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : kInvalidLsn;
+}
+
+TEST(AckCommitPolicyTest, ConfirmsTheDeliveredPrefixAndDropsNothing) {
+  AckCommitPolicy p;
+  EXPECT_EQ(Txn(p, 0x10, 0x20, 3, 0), 3);
+  EXPECT_EQ(Confirm(p, 0x20, 0), 0x20u);
+  // A refused record is dead-lettered where it is.
+  EXPECT_TRUE(p.OnRefused(next_ticket - 1, "too large").ok());
+}
+
+TEST(TransactionalCommitPolicyTest,
+     ConfirmsOnlyWhatACommittedTransactionHolds) {
+  FakeKafkaTransactions kafka;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(kInvalidLsn));
+  EXPECT_EQ(Txn(p, 0x10, 0x20, 2, 0), 2);
+  // Delivered, but the Kafka transaction is still open: not confirmable.
+  EXPECT_EQ(Confirm(p, 0x20, 50'000), kInvalidLsn);
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin"}));
+  // Time bound reached between PostgreSQL transactions: commit, then the
+  // delivered prefix is durable.
+  EXPECT_EQ(Confirm(p, 0x20, 100'000), 0x20u);
+  EXPECT_EQ(kafka.calls,
+            (std::vector<std::string>{"begin", "checkpoint", "commit"}));
+  ASSERT_EQ(kafka.checkpoints.size(), 1u);
+  EXPECT_EQ(Checkpoint::Parse(kafka.checkpoints[0])->end_lsn, 0x20u);
+  EXPECT_EQ(p.committed().end_lsn, 0x20u);
+}
+
+TEST(TransactionalCommitPolicyTest, CommitsWholePostgresTransactionsOnly) {
+  FakeKafkaTransactions kafka;
+  TransactionOptions o = Options();
+  o.max_events = 3;
+  TransactionalCommitPolicy p(o, &kafka, Start(kInvalidLsn));
+  p.OnBegin(0x10);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  // Over both bounds, but inside a PostgreSQL transaction: no commit.
+  EXPECT_EQ(Confirm(p, 0x8, 1'000'000), kInvalidLsn);
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin"}));
+  ASSERT_TRUE(p.OnCommit(0x20, 1'000'000).ok());  // its commit: due now
+  EXPECT_EQ(kafka.calls,
+            (std::vector<std::string>{"begin", "checkpoint", "commit"}));
+  EXPECT_EQ(Confirm(p, 0x20, 1'000'000), 0x20u);
+}
+
+TEST(TransactionalCommitPolicyTest, DropsWhatTheStartCheckpointCovers) {
+  FakeKafkaTransactions kafka;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(0x230));
+  // The slot lags the checkpoint: the replay repeats two transactions.
+  EXPECT_EQ(Txn(p, 0x100, 0x130, 3, 0), 0);
+  EXPECT_EQ(Txn(p, 0x200, 0x230, 2, 0), 0);
+  EXPECT_TRUE(kafka.calls.empty());  // nothing to publish, nothing opened
+  EXPECT_EQ(Confirm(p, 0x230, 0), 0x230u);
+  EXPECT_EQ(Txn(p, 0x300, 0x330, 2, 0), 2);
+  EXPECT_EQ(p.dropped(), 5);
+}
+
+TEST(TransactionalCommitPolicyTest, SplitsAnOversizedTransactionWithAPartial) {
+  FakeKafkaTransactions kafka;
+  TransactionOptions o = Options();
+  o.split_events = 4;
+  TransactionalCommitPolicy p(o, &kafka, Start(0x50));
+  EXPECT_EQ(Txn(p, 0x100, 0x130, 10, 0), 10);
+  // Split after 4 and after 8 events.
+  ASSERT_EQ(kafka.checkpoints.size(), 2u);
+  absl::StatusOr<Checkpoint> first = Checkpoint::Parse(kafka.checkpoints[0]);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->end_lsn, 0x50u);  // the transaction is not whole yet
+  EXPECT_EQ(first->partial_commit_lsn, 0x100u);
+  EXPECT_EQ(first->partial_events, 4);
+  EXPECT_EQ(Checkpoint::Parse(kafka.checkpoints[1])->partial_events, 8);
+  // Nothing past the last whole transaction is confirmable meanwhile.
+  EXPECT_EQ(Confirm(p, 0x50, 0), 0x50u);
+
+  // A restart from the second checkpoint publishes the last 2 events only.
+  FakeKafkaTransactions again;
+  TransactionalCommitPolicy q(o, &again,
+                              *Checkpoint::Parse(kafka.checkpoints[1]));
+  EXPECT_EQ(Txn(q, 0x100, 0x130, 10, 0), 2);
+}
+
+TEST(TransactionalCommitPolicyTest, FencedStopsForGoodNeverCommitting) {
+  FakeKafkaTransactions kafka;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(0x10));
+  EXPECT_EQ(Txn(p, 0x20, 0x30, 1, 0), 1);
+  // The checkpoint produce is refused: another producer took over.
+  kafka.calls.clear();
+  kafka.fail_call = "checkpoint";
+  kafka.fail_status = absl::FailedPreconditionError("fenced");
+  absl::StatusOr<Lsn> c = p.Confirmable(0x30, 200'000);
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("fenced"), std::string::npos);
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"checkpoint"}));
+  // Every later call fails the same way and calls Kafka no more.
+  p.OnBegin(0x40);
+  EXPECT_FALSE(p.Admit(next_ticket, 300'000).ok());
+  EXPECT_FALSE(p.OnCommit(0x50, 300'000).ok());
+  EXPECT_FALSE(p.Finish(true).ok());
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"checkpoint"}));
+  EXPECT_EQ(p.committed().end_lsn, 0x10u);
+}
+
+TEST(TransactionalCommitPolicyTest,
+     AbortableCommitErrorAbortsAndConfirmsNothing) {
+  FakeKafkaTransactions kafka;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(kInvalidLsn));
+  EXPECT_EQ(Txn(p, 0x20, 0x30, 1, 0), 1);
+  kafka.calls.clear();
+  kafka.fail_call = "commit";
+  kafka.fail_status = absl::AbortedError("txn requires abort");
+  absl::StatusOr<Lsn> c = p.Confirmable(0x30, 200'000);
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_EQ(kafka.calls,
+            (std::vector<std::string>{"checkpoint", "commit", "abort"}));
+  EXPECT_EQ(p.committed().end_lsn, kInvalidLsn);
+}
+
+TEST(TransactionalCommitPolicyTest, FinishCommitsBetweenTransactionsOnly) {
+  FakeKafkaTransactions kafka;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(kInvalidLsn));
+  EXPECT_EQ(Txn(p, 0x20, 0x30, 1, 0), 1);
+  ASSERT_TRUE(p.Finish(true).ok());
+  EXPECT_EQ(p.committed().end_lsn, 0x30u);
+
+  FakeKafkaTransactions k2;
+  TransactionalCommitPolicy q(Options(), &k2, Start(kInvalidLsn));
+  EXPECT_EQ(Txn(q, 0x20, 0x30, 1, 0), 1);
+  q.OnBegin(0x40);
+  ASSERT_EQ(Admit(q, 0), Admission::kPublish);
+  ASSERT_TRUE(q.Finish(true).ok());  // inside a PG transaction: abort
+  EXPECT_EQ(k2.calls, (std::vector<std::string>{"begin", "abort"}));
+  EXPECT_EQ(q.committed().end_lsn, kInvalidLsn);
+  // The whole transaction before it was delivered, but aborted with it:
+  // not confirmable.
+  EXPECT_EQ(Confirm(q, 0x30, 1'000'000), kInvalidLsn);
+}
+
+TEST(TransactionalCommitPolicyTest,
+     RefusedRecordAbortsAndTheReplayDeadLettersIt) {
+  FakeKafkaTransactions kafka;
+  RefusedEvents refused;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(0x10), &refused);
+  // Two PostgreSQL transactions in one Kafka transaction; Kafka refuses
+  // the second event of the second one.
+  EXPECT_EQ(Txn(p, 0x100, 0x130, 3, 0), 3);
+  p.OnBegin(0x200);
+  uint64_t first = next_ticket;
+  ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  absl::Status s = p.OnRefused(first + 1, "Broker: Message size too large");
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("Message size too large"), std::string::npos);
+  EXPECT_NE(s.message().find("event 2"), std::string::npos) << s;
+  EXPECT_EQ(refused.size(), 1u);
+  // It never commits: every later call fails, Finish() aborts.
+  EXPECT_FALSE(p.Confirmable(0x130, 1'000'000).ok());
+  EXPECT_FALSE(p.Finish(true).ok());
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin", "abort"}));
+  EXPECT_EQ(p.committed().end_lsn, 0x10u);
+
+  // The next session replays both from the checkpoint.
+  FakeKafkaTransactions again;
+  TransactionalCommitPolicy q(Options(), &again, Start(0x10), &refused);
+  EXPECT_EQ(Txn(q, 0x100, 0x130, 3, 0), 3);
+  q.OnBegin(0x200);
+  std::string refusal;
+  EXPECT_EQ(Admit(q, 0), Admission::kPublish);
+  EXPECT_EQ(Admit(q, 0, &refusal), Admission::kDeadLetter);
+  EXPECT_EQ(refusal, "Broker: Message size too large");
+  EXPECT_EQ(Admit(q, 0), Admission::kPublish);
+  ASSERT_TRUE(q.OnCommit(0x230, 0).ok());
+  ASSERT_TRUE(q.Finish(true).ok());
+  EXPECT_EQ(q.committed().end_lsn, 0x230u);
+  // Committed: never replayed again, so forgotten.
+  EXPECT_EQ(refused.size(), 0u);
+}
+
+TEST(TransactionalCommitPolicyTest, RefusalReportedInsideTheCommitAborts) {
+  FakeKafkaTransactions kafka;
+  RefusedEvents refused;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(kInvalidLsn), &refused);
+  uint64_t first = next_ticket;
+  EXPECT_EQ(Txn(p, 0x20, 0x30, 2, 0), 2);
+  // commit_transaction serves the delivery reports: the refusal arrives
+  // from inside it, and librdkafka then fails the commit as abortable.
+  kafka.on_commit = [&] {
+    p.OnRefused(first, "Broker: Policy violation").IgnoreError();
+  };
+  kafka.fail_call = "commit";
+  kafka.fail_status = absl::AbortedError("txn requires abort");
+  absl::StatusOr<Lsn> c = p.Confirmable(0x30, 200'000);
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("Policy violation"), std::string::npos);
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin", "checkpoint",
+                                                   "commit", "abort"}));
+  EXPECT_EQ(refused.size(), 1u);
+  EXPECT_EQ(p.committed().end_lsn, kInvalidLsn);
+}
+
+}  // namespace
+}  // namespace outbox

@@ -1,0 +1,186 @@
+// outbox-relay with kafka.exactly_once against the real servers: through
+// SIGKILLs at random moments and a standby fencing a paused instance, a
+// read_committed consumer (the fixture's Audit: librdkafka consumers default
+// to isolation.level=read_committed) sees every committed event exactly
+// once, in order per key.
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "core/checkpoint.h"
+#include "integration/relay_e2e_fixture.h"
+
+namespace outbox::testing {
+namespace {
+
+class RelayExactlyOnceE2ETest : public RelayE2ETest {
+ protected:
+  void SetUp() override {
+    RelayE2ETest::SetUp();
+    checkpoint_topic_ = UniqueName("cp");
+    extra_relay_args_ = {"--set", "kafka.exactly_once=true", "--set",
+                         "kafka.checkpoint_topic=" + checkpoint_topic_};
+  }
+
+  // `writers` threads write until *stop; their events are merged into
+  // *committed / *rolled_back by Join().
+  void StartWriters(int writers) {
+    committed_.resize(writers);
+    rolled_back_.resize(writers);
+    for (int w = 0; w < writers; ++w) {
+      threads_.emplace_back([this, w] {
+        Write(w + 1, 100000, 4, 5, &committed_[w], &rolled_back_[w], &stop_);
+      });
+    }
+  }
+  void Join(std::vector<Event>* committed,
+            std::vector<std::string>* rolled_back) {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+    for (size_t w = 0; w < committed_.size(); ++w) {
+      committed->insert(committed->end(), committed_[w].begin(),
+                        committed_[w].end());
+      rolled_back->insert(rolled_back->end(), rolled_back_[w].begin(),
+                          rolled_back_[w].end());
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::string checkpoint_topic_;
+  // Runs outbox-audit on this test's table and topic; returns its exit code
+  // and sets *duplicates from its JSON report (-1 if absent).
+  int RunAudit(bool read_committed, int* duplicates) {
+    std::vector<std::string> args = {BinaryPath("outbox-audit"),
+                                     "--pg",
+                                     pg_conninfo_,
+                                     "--kafka",
+                                     env_->kafka_brokers(),
+                                     "--tables",
+                                     "public." + table_,
+                                     "--topic",
+                                     topic_,
+                                     "--json"};
+    if (read_committed) args.push_back("--read-committed");
+    auto p = Process::Start(args, dir_ + "/audit.log");
+    int rc = p->Wait(180000);
+    std::string out = p->Output();
+    std::smatch m;
+    *duplicates =
+        std::regex_search(out, m, std::regex("\"duplicates\": *([0-9]+)"))
+            ? std::stoi(m[1])
+            : -1;
+    std::ofstream(dir_ + "/audit.log", std::ios::trunc);
+    std::cerr << "outbox-audit" << (read_committed ? " --read-committed" : "")
+              << ": exit " << rc << " "
+              << out.substr(
+                     out.rfind('{') == std::string::npos ? 0 : out.rfind('{'))
+              << "\n";
+    return rc;
+  }
+
+  std::vector<std::thread> threads_;
+  std::vector<std::vector<Event>> committed_;
+  std::vector<std::vector<std::string>> rolled_back_;
+};
+
+TEST_F(RelayExactlyOnceE2ETest, SigkillAtRandomMomentsNoDuplicates) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  const std::string start = ConfirmedFlush();
+  StartWriters(3);
+  std::mt19937 rng(1414);
+  for (int cycle = 0; cycle < 5; ++cycle) {
+    if (cycle > 0) StartRelay();
+    std::this_thread::sleep_for(std::chrono::milliseconds(800 + rng() % 2000));
+    relay_->Signal(SIGKILL);
+    relay_->Wait(10000);
+  }
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Join(&committed, &rolled_back);
+  StartRelay();
+  ASSERT_GT(committed.size(), 0u);
+  int dups = Audit(committed, rolled_back, committed.size());
+  EXPECT_EQ(dups, 0) << relay_->Output();
+  // The slot is confirmed once the covering Kafka transactions commit.
+  EXPECT_TRUE(WaitUntil([&] { return ConfirmedFlush() != start; }, 30000))
+      << relay_->Output();
+  // The product's own audit agrees for read_committed consumers (a
+  // read_uncommitted one also sees the aborted transactions' records).
+  int rc_dups = -1, ru_dups = -1;
+  EXPECT_EQ(RunAudit(/*read_committed=*/true, &rc_dups), 0);
+  EXPECT_EQ(rc_dups, 0);
+  RunAudit(/*read_committed=*/false, &ru_dups);
+  std::cerr << "exactly-once sigkill: " << committed.size() << " events, "
+            << dups << " duplicates\n";
+}
+
+TEST_F(RelayExactlyOnceE2ETest, StandbyFencesAPausedInstance) {
+  // The first instance keeps its Kafka transaction open (it commits every
+  // 20 s), so it holds one when it is paused.
+  StartRelay({"--set", "kafka.transaction.max_ms=20000", "--set",
+              "kafka.transaction.max_events=1000000"});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  StartWriters(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Pause the first instance and take its slot away, as a zombie after
+  // wal_sender_timeout; a second instance takes over and fences it.
+  std::unique_ptr<Process> first = std::move(relay_);
+  first->Signal(SIGSTOP);
+  db_->Query(
+         "SELECT pg_terminate_backend(active_pid) FROM "
+         "pg_replication_slots WHERE slot_name = '" +
+         slot_ + "'")
+      .status()
+      .IgnoreError();
+  // Its own log file: the first one's log is asserted on below.
+  relay_ = Process::Start(RelayArgs(), dir_ + "/standby.log");
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  first->Signal(SIGCONT);
+  // The resumed instance finds itself fenced, says so, and waits as a
+  // standby instead of exiting.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return first->Output().find(
+                   "fenced by another instance with the same "
+                   "transactional.id; back to standby") != std::string::npos;
+      },
+      20000))
+      << first->Output();
+  EXPECT_TRUE(first->Running()) << first->Output();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Join(&committed, &rolled_back);
+  // It never committed a stale transaction: read_committed consumers see
+  // every event once, and the committed checkpoints only move forward (a
+  // stale commit would carry an older position after a newer one).
+  int dups = Audit(committed, rolled_back, committed.size());
+  EXPECT_EQ(dups, 0);
+  auto checkpoints =
+      ConsumeAll(env_->kafka_brokers(), {checkpoint_topic_}, 1000, 5000);
+  ASSERT_FALSE(checkpoints.empty());
+  Lsn previous = kInvalidLsn;
+  for (const auto& m : checkpoints) {
+    absl::StatusOr<Checkpoint> c = Checkpoint::Parse(m.value);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_GT(c->end_lsn, previous)
+        << "checkpoint went back at offset " << m.offset;
+    previous = c->end_lsn;
+  }
+  // The fenced instance takes over as a standby would when the other goes.
+  relay_->Signal(SIGKILL);
+  relay_->Wait(10000);
+  std::vector<Event> more;
+  Write(3, 20, 3, 0, &more, &rolled_back);
+  committed.insert(committed.end(), more.begin(), more.end());
+  EXPECT_EQ(Audit(committed, rolled_back, committed.size()), 0)
+      << first->Output();
+  std::cerr << "fenced instance's log:\n" << first->Output() << "\n";
+}
+
+}  // namespace
+}  // namespace outbox::testing
