@@ -68,6 +68,11 @@ class CommitPolicy {
   // The flush position to send, given the delivered prefix (AckTracker).
   virtual absl::StatusOr<Lsn> Confirmable(Lsn delivered, int64_t now_us) = 0;
 
+  // Monotonic microseconds by which the Relay, between PostgreSQL
+  // transactions, should turn its loop again (Confirmable() then commits
+  // what fell due); -1: no deadline. The Relay's idle wait ends by then.
+  virtual int64_t WakeAtUs() const { return -1; }
+
   // The session ends: with `commit`, make durable what can be (a stop
   // requested between transactions); without, give up what is not yet
   // durable (it is read again from the slot).

@@ -70,6 +70,10 @@ class TransactionalCommitPolicy final : public CommitPolicy {
   absl::Status OnRefused(uint64_t ticket, absl::string_view error) override;
   absl::Status OnCommit(Lsn end_lsn, int64_t now_us) override;
   absl::StatusOr<Lsn> Confirmable(Lsn delivered, int64_t now_us) override;
+  // When the open Kafka transaction reaches max_ms.
+  int64_t WakeAtUs() const override {
+    return open_ ? opened_us_ + options_.max_ms * 1000 : -1;
+  }
   absl::Status Finish(bool commit) override;
 
   // The newest committed checkpoint (for the next session).

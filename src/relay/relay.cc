@@ -117,6 +117,12 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
       int64_t until_status_us = int64_t{options_.status_interval_ms} * 1000 -
                                 (clock_->NowMicros() - last_status_us_);
       int64_t timeout_us = std::clamp<int64_t>(until_status_us, 0, 100'000);
+      // An open Kafka transaction falls due on time, not at the next turn.
+      if (const int64_t wake = policy_->WakeAtUs();
+          wake >= 0 && !in_transaction_) {
+        timeout_us =
+            std::clamp<int64_t>(wake - clock_->NowMicros(), 0, timeout_us);
+      }
       if (n < kCoalesceAfter && options_.send_when_idle && unsent_ > 0 &&
           stats_.inflight_events <= unsent_) {
         // Quiet stream, and everything sent before is acknowledged: send

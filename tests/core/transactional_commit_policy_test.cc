@@ -90,6 +90,22 @@ TEST(TransactionalCommitPolicyTest,
   EXPECT_EQ(p.committed().end_lsn, 0x20u);
 }
 
+// The Relay's idle wait ends when the open Kafka transaction falls due, so
+// a quiet stream does not add its poll interval to max_ms.
+TEST(TransactionalCommitPolicyTest, WakesTheRelayWhenTheTransactionFallsDue) {
+  AckCommitPolicy ack;
+  EXPECT_EQ(ack.WakeAtUs(), -1);
+  FakeKafkaTransactions kafka;
+  TransactionalCommitPolicy p(Options(), &kafka, Start(kInvalidLsn));
+  EXPECT_EQ(p.WakeAtUs(), -1);  // nothing open
+  EXPECT_EQ(Txn(p, 0x10, 0x20, 1, 5'000), 1);
+  EXPECT_EQ(p.WakeAtUs(), 5'000 + 100'000);  // opened at 5 ms, max_ms 100
+  EXPECT_EQ(Txn(p, 0x30, 0x40, 1, 60'000), 1);
+  EXPECT_EQ(p.WakeAtUs(), 105'000);  // the same transaction: same deadline
+  EXPECT_EQ(Confirm(p, 0x40, 105'000), 0x40u);
+  EXPECT_EQ(p.WakeAtUs(), -1);  // committed
+}
+
 TEST(TransactionalCommitPolicyTest, CommitsWholePostgresTransactionsOnly) {
   FakeKafkaTransactions kafka;
   TransactionOptions o = Options();
