@@ -93,6 +93,12 @@ void AppendJsonString(std::string* out, absl::string_view s) {
       case '\r':
         out->append("\\r");
         break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
       default:
         if (c < 0x20) {
           absl::StrAppend(out, "\\u00", absl::Hex(c, absl::kZeroPad2));

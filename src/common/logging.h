@@ -32,8 +32,10 @@ void Log(Severity level, absl::string_view msg,
 std::string FormatLogLine(bool json, Severity level, absl::string_view msg,
                           std::initializer_list<LogField> fields);
 
-// Appends `s` as a JSON string literal (quotes, escapes, control characters
-// as \u00XX; other bytes as they are). For every JSON the daemons write.
+// Appends `s` as a JSON string literal (quotes, backslash, \n \r \t \b \f
+// escaped as Jackson does, other control characters as \u00XX; other bytes
+// as they are). For every JSON the daemons write, Debezium-compatible
+// envelopes included.
 void AppendJsonString(std::string* out, absl::string_view s);
 
 }  // namespace outbox

@@ -5,6 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/pg_timestamp.h"
 
 namespace outbox {
@@ -14,42 +15,6 @@ bool IsJsonType(absl::string_view type) {
   return type == "jsonb" || type == "json";
 }
 
-void AppendJsonString(absl::string_view s, std::string* out) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
-
 void AppendJsonValue(const Column* c, std::string* out) {
   if (c == nullptr || c->kind == ValueKind::kNull) {
     out->append("null");
@@ -57,9 +22,9 @@ void AppendJsonValue(const Column* c, std::string* out) {
              (c->kind == ValueKind::kText && IsJsonType(c->type))) {
     out->append(c->value.data(), c->value.size());
   } else if (c->kind == ValueKind::kBytes) {
-    AppendJsonString(absl::Base64Escape(c->value), out);
+    AppendJsonString(out, absl::Base64Escape(c->value));
   } else {
-    AppendJsonString(c->value, out);
+    AppendJsonString(out, c->value);
   }
 }
 
@@ -123,7 +88,7 @@ void AppendJsonEnvelope(const std::vector<EnvelopeField>& fields,
   for (const auto& [name, column] : fields) {
     if (!first) out->push_back(',');
     first = false;
-    AppendJsonString(name, out);
+    AppendJsonString(out, name);
     out->push_back(':');
     AppendJsonValue(column, out);
   }
