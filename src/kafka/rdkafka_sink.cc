@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -71,6 +72,11 @@ bool IsSecret(absl::string_view key) {
 
 // Slices of the flush before a commit: how soon a failed record stops it.
 constexpr int kCommitFlushSliceMs = 50;
+
+// The opaque of records produced outside the tickets (checkpoints). Not
+// null: ticket 0 is a ticket (outbox-relay republish numbers from 0), and
+// no ticket reaches this value.
+void* const kUntracked = reinterpret_cast<void*>(~uintptr_t{0});
 
 }  // namespace
 
@@ -245,7 +251,7 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
 
 void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
   if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) txn_delivery_failed_ = true;
-  if (msg->_private == nullptr) {
+  if (msg->_private == kUntracked) {
     // Produced outside the tickets (a checkpoint): no report to hand on.
     if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR && untracked_error_.ok()) {
       untracked_error_ = absl::AbortedError(
@@ -444,7 +450,7 @@ absl::Status RdKafkaSink::ProduceInTransaction(absl::string_view topic,
       rk_, RD_KAFKA_V_TOPIC(std::string(topic).c_str()),
       RD_KAFKA_V_KEY(key.data(), key.size()),
       RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(nullptr),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(kUntracked),
       RD_KAFKA_V_END);
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
   if (absl::Status f = FatalTransactionError(); !f.ok()) return f;
