@@ -111,7 +111,7 @@ struct RelayStats {
   int64_t dead_lettered = 0;
   int64_t messages_ignored = 0;  // non-transactional outbox messages
   int64_t heartbeats_seen = 0;   // this relay's, back through the slot
-  int64_t updates_ignored = 0;  // UPDATEs of outbox rows (outbox.on_update)
+  int64_t updates_ignored = 0;   // UPDATEs of outbox rows (outbox.on_update)
   int64_t delivery_errors = 0;
   int64_t transactions = 0;
   int64_t status_updates = 0;
