@@ -312,6 +312,7 @@ absl::Status Relay::HandleUpdate(const StreamMessage& msg) {
         "confirmed"));
   }
   ++stats_.updates_ignored;
+  if (metrics_ != nullptr) metrics_->OnUpdateIgnored();
   Log(options_.on_update == OnUpdate::kError ? Severity::kError
                                              : Severity::kWarn,
       "UPDATE of an outbox row ignored: only inserts are published",

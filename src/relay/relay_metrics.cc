@@ -105,6 +105,10 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
       r, "outbox_relay_nontransactional_messages_total",
       "Non-transactional logical messages under outbox.messages.prefix, "
       "ignored (only transactional ones are events).");
+  updates_ignored_ = NewCounter(
+      r, "outbox_relay_ignored_updates_total",
+      "UPDATEs of outbox rows seen under outbox.on_update warn or error, "
+      "logged and not published.");
   heartbeats_emitted_ =
       NewCounter(r, "outbox_relay_heartbeats_emitted_total",
                  "Heartbeat logical messages the relay wrote.");
@@ -250,6 +254,7 @@ std::string RelayMetrics::slot_problem() const {
 }
 
 void RelayMetrics::OnMessageIgnored() { messages_ignored_->Increment(); }
+void RelayMetrics::OnUpdateIgnored() { updates_ignored_->Increment(); }
 
 void RelayMetrics::OnHeartbeatEmitted(int64_t now_us) {
   heartbeats_emitted_->Increment();

@@ -41,6 +41,9 @@
 //   outbox_relay_nontransactional_messages_total non-transactional logical
 //                                                messages under the outbox
 //                                                prefix, ignored
+//   outbox_relay_ignored_updates_total           UPDATEs of outbox rows seen
+//                                                under outbox.on_update warn
+//                                                or error, not published
 //   outbox_relay_heartbeats_emitted_total / _heartbeat_errors_total
 //                                                heartbeat messages written,
 //                                                and failures to write one
@@ -135,6 +138,9 @@ class RelayMetrics {
   // The tableless outbox: a non-transactional message ignored. Relay
   // thread.
   void OnMessageIgnored();
+  // outbox.on_update warn|error: an UPDATE of an outbox row, logged and not
+  // published. Relay thread.
+  void OnUpdateIgnored();
   // Heartbeats (relay/heartbeat.h); times are monotonic microseconds.
   // Emitter thread:
   void OnHeartbeatEmitted(int64_t now_us);
@@ -204,6 +210,7 @@ class RelayMetrics {
   prometheus::Gauge* failover_ready_;
   prometheus::Gauge* failover_problems_;
   prometheus::Counter* messages_ignored_;
+  prometheus::Counter* updates_ignored_;
   prometheus::Counter* heartbeats_emitted_;
   prometheus::Counter* heartbeat_errors_;
   prometheus::Gauge* heartbeat_round_trip_;

@@ -10,7 +10,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class RelayOnUpdateTest : public RelayTest {
+class RelayOnUpdateTest : public RelayMetricsTest {
  protected:
   // A transaction holding one UPDATE of outbox row `id`; returns its end.
   Lsn AddUpdateTxn(const std::string& id) {
@@ -36,6 +36,7 @@ TEST_F(RelayOnUpdateTest, WarnPublishesNothingAndConfirmsTheUpdate) {
   ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
   EXPECT_TRUE(sink_.produced().empty());
   EXPECT_EQ(stats_.updates_ignored, 1);
+  EXPECT_EQ(Get("outbox_relay_ignored_updates_total"), 1);
   EXPECT_EQ(stream_.last_flushed(), end);
 }
 
@@ -44,6 +45,7 @@ TEST_F(RelayOnUpdateTest, IgnoreCountsNothing) {
   ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
   EXPECT_TRUE(sink_.produced().empty());
   EXPECT_EQ(stats_.updates_ignored, 0);
+  EXPECT_EQ(Get("outbox_relay_ignored_updates_total"), 0);
 }
 
 TEST_F(RelayOnUpdateTest, HaltStopsWithoutConfirmingTheUpdate) {
