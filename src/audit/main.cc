@@ -78,6 +78,12 @@ int main(int argc, char** argv) {
             std::string(config.status().message()).c_str());
     return 2;
   }
+  if (absl::Status s = RequireOutboxTables(
+          *config, "outbox-audit compares the outbox tables with Kafka");
+      !s.ok()) {
+    fprintf(stderr, "outbox-audit: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   auto committed = ReadCommittedEvents(*config);
   if (!committed.ok()) {
     fprintf(stderr, "outbox-audit: %s\n",

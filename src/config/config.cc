@@ -226,7 +226,8 @@ absl::Status ApplyOverride(const CommandLine::Override& o, Draft* draft) {
       name = absl::StripAsciiWhitespace(name);
       if (!name.empty()) tables.push_back(NamedTable(name));
     }
-    if (tables.empty()) return KeyError(o.flag, o.path, "no table given");
+    // Empty: no outbox table, for the tableless outbox alone (Resolve()
+    // refuses it without outbox.messages.enabled).
     draft->tables = std::move(tables);
     return absl::OkStatus();
   }
@@ -363,7 +364,12 @@ absl::Status Resolve(Draft* draft) {
     }
     outbox.tables.push_back(std::move(t));
   }
-  if (outbox.tables.empty()) return Invalid("outbox.tables", "is empty");
+  if (outbox.tables.empty() && !outbox.messages.enabled) {
+    return Invalid("outbox.tables",
+                   "is empty and outbox.messages.enabled is false: nothing "
+                   "to relay (list an outbox table, or enable the tableless "
+                   "outbox)");
+  }
   return absl::OkStatus();
 }
 
@@ -487,6 +493,14 @@ absl::StatusOr<Config> ParseConfigYaml(absl::string_view yaml,
   Draft draft;
   RETURN_IF_ERROR(ReadYaml(yaml, source, &draft));
   return Finish(&draft);
+}
+
+absl::Status RequireOutboxTables(const Config& config, absl::string_view what) {
+  if (!config.outbox.tables.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what,
+      ", but outbox.tables is empty: events sent as logical messages "
+      "(outbox.messages) leave no row to read"));
 }
 
 absl::StatusOr<Config> LoadConfig(const CommandLine& command_line) {

@@ -232,6 +232,11 @@ absl::StatusOr<Config> ParseConfigYaml(absl::string_view yaml,
 // overrides in order, resolves table inheritance and validates.
 absl::StatusOr<Config> LoadConfig(const CommandLine& command_line);
 
+// OK when outbox.tables lists a table; otherwise InvalidArgument saying
+// that `what` (e.g. "outbox-audit compares the outbox tables with Kafka")
+// needs one: the tableless outbox alone leaves no row to read.
+absl::Status RequireOutboxTables(const Config& config, absl::string_view what);
+
 // Names used in YAML, --set and logs ("halt", "json", "warn", "mark").
 absl::string_view EnumName(OnInvalid v);
 absl::string_view EnumName(LogFormat v);

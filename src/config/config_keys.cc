@@ -227,7 +227,8 @@ std::vector<ConfigKey> BuildKeys() {
              "none"));
   add(List(
       kTablesPath, "[public.outbox]",
-      "outbox tables; each entry is a table name or a map of the keys below"));
+      "outbox tables; each entry is a table name or a map of the keys below; "
+      "empty only with outbox.messages.enabled (messages alone)"));
   add(Table(
       "outbox.tables[].table",
       [](TableDraft& t) -> FieldRef { return &t.table; }, "(required)",

@@ -44,9 +44,6 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
         absl::StrCat("invalid slot name \"", options.slot,
                      "\": use lower case letters, digits and '_' (max 63)"));
   }
-  if (options.tables.empty()) {
-    return absl::InvalidArgumentError("no outbox tables configured");
-  }
   if (options.plugin == nullptr) {
     return absl::InvalidArgumentError("no output plugin configured");
   }

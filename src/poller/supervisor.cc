@@ -74,7 +74,12 @@ void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop) {
 
 int RunPoller(const Config& config, PollerMetrics* metrics,
               const std::atomic<bool>& stop) {
-  absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config);
+  absl::Status has_tables = RequireOutboxTables(
+      config,
+      "outbox-poller polls the outbox tables (logical messages need "
+      "outbox-relay)");
+  absl::StatusOr<std::unique_ptr<Router>> router =
+      has_tables.ok() ? Router::Create(config) : has_tables;
   if (!router.ok()) {
     Log(Severity::kError, std::string(router.status().message()));
     return kExitUsage;

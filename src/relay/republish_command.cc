@@ -231,6 +231,11 @@ int RunRepublishCommand(const Config& config,
             std::string(status.message()).c_str());
     return ExitCodeFor(status);
   };
+  if (absl::Status s = RequireOutboxTables(
+          config, "republish produces the outbox tables' rows again");
+      !s.ok()) {
+    return fail(s);
+  }
   absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config);
   if (!router.ok()) return fail(router.status());
   PgConnectOptions connect;

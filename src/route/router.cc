@@ -45,8 +45,9 @@ absl::Status EventError(absl::string_view id, absl::string_view what) {
 
 absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     const OutboxConfig& outbox) {
-  if (outbox.tables.empty()) {
-    return absl::InvalidArgumentError("no outbox tables configured");
+  if (outbox.tables.empty() && !outbox.messages.enabled) {
+    return absl::InvalidArgumentError(
+        "no outbox tables configured and no tableless outbox");
   }
   if (outbox.on_invalid == OnInvalid::kDeadLetter) {
     absl::Status s = ValidateTopicName(outbox.dead_letter_topic);

@@ -218,7 +218,9 @@ TEST(ConfigTest, TypeErrorsAreOneLine) {
            {"outbox: {tables: public.outbox}", "expected a list"},
            {"outbox: {tables: [{columns: {id: x}}]}",
             "\"outbox.tables[0].table\": is required"},
-           {"outbox: {tables: []}", "\"outbox.tables\": is empty"},
+           {"outbox: {tables: []}",
+            "\"outbox.tables\": is empty and outbox.messages.enabled is "
+            "false: nothing to relay"},
            {"outbox: {tables: [a, public.a]}", "public.a is listed twice"},
            {"outbox: {tables: [.a]}", "is not schema.table"},
            {"outbox: {headers: {type: id}}", "reserved for the event id"},
@@ -372,13 +374,23 @@ TEST(ConfigTest, SetErrorsNameTheFlagAndKey) {
            {{"--set", "kafka.properties=x"}, "is a map"},
            {{"--set", "limits.max_inflight_events=lots"},
             "--set: \"limits.max_inflight_events\": expected an integer"},
-           {{"--tables", " , "}, "--tables: \"outbox.tables\": no table given"},
+           {{"--tables", " , "}, "\"outbox.tables\": is empty"},
        }) {
     auto c = Load(tc.args);
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument)
         << tc.args[1];
     EXPECT_THAT(c.status().message(), HasSubstr(tc.message)) << tc.args[1];
   }
+}
+
+// The tableless outbox alone: logical messages, no outbox table.
+TEST(ConfigTest, NoTablesWithMessagesOnly) {
+  Config c = ParseOrDie("outbox: {tables: [], messages: {enabled: true}}");
+  EXPECT_TRUE(c.outbox.tables.empty());
+  EXPECT_TRUE(c.outbox.messages.enabled);
+  auto flags = Load({"--tables", "", "--set", "outbox.messages.enabled=true"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_TRUE(flags->outbox.tables.empty());
 }
 
 TEST(ConfigTest, MissingFileIsNotFound) {

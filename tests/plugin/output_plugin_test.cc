@@ -60,6 +60,20 @@ TEST(Wal2JsonPluginTest, ListsConfiguredMessagePrefixes) {
   EXPECT_THAT(opts, Not(HasSubstr(kReservedMessagePrefix)));
 }
 
+// The tableless outbox alone: an empty add-tables would stream every
+// table, so no table is named and no row action is asked for.
+TEST(Wal2JsonPluginTest, NoTablesAsksForMessagesOnly) {
+  PluginOptions o;
+  o.message_prefixes = {"orders"};
+  for (bool updates : {false, true}) {
+    o.decode_updates = updates;
+    std::string opts = Make("wal2json", o)->StartOptions({});
+    EXPECT_THAT(opts, Not(HasSubstr("add-tables")));
+    EXPECT_THAT(opts, HasSubstr("\"actions\" '',"));
+    EXPECT_THAT(opts, HasSubstr("\"add-msg-prefixes\" 'orders'"));
+  }
+}
+
 TEST(Wal2JsonPluginTest, PrefixesWal2JsonCannotListAreRefused) {
   for (const char* prefix : {"", "a,b", "a b", "a\\b", "\t"}) {
     PluginOptions o = Options();
@@ -120,6 +134,15 @@ TEST(PgOutputPluginTest, CreatePublicationSqlCoversTheTablesForInserts) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("CREATE PUBLICATION"));
   o.publication = "";
   EXPECT_FALSE(PgOutputPlugin::Create(o).ok());
+}
+
+TEST(PgOutputPluginTest, NoTablesCreatesAPublicationOfNoTable) {
+  PluginOptions o;
+  o.message_prefixes = {"orders"};
+  auto p = PgOutputPlugin::Create(o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(static_cast<PgOutputPlugin&>(**p).CreatePublicationSql(),
+            "CREATE PUBLICATION outbox_relay WITH (publish = 'insert')");
 }
 
 TEST(OutputPluginTest, EachPluginDecodesItsOwnFormat) {

@@ -49,9 +49,13 @@ std::string PgOutputPlugin::CreatePublicationSql() const {
     tables.push_back(
         absl::StrCat(QuoteIdent(t.schema), ".", QuoteIdent(t.name)));
   }
-  return absl::StrCat("CREATE PUBLICATION ", QuoteIdent(options_.publication),
-                      " FOR TABLE ", absl::StrJoin(tables, ", "),
-                      " WITH (publish = ", PublishOption(), ")");
+  // No outbox table (the tableless outbox alone): a publication of no
+  // table, which publishes no row; messages need none.
+  return absl::StrCat(
+      "CREATE PUBLICATION ", QuoteIdent(options_.publication),
+      tables.empty() ? ""
+                     : absl::StrCat(" FOR TABLE ", absl::StrJoin(tables, ", ")),
+      " WITH (publish = ", PublishOption(), ")");
 }
 
 absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
@@ -90,8 +94,9 @@ absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
     }
     return absl::OkStatus();
   }
-  if (PgConnection::Value(found, 0, 0) != "t" ||
-      (options_.decode_updates && PgConnection::Value(found, 0, 1) != "t")) {
+  if (!options_.tables.empty() &&
+      (PgConnection::Value(found, 0, 0) != "t" ||
+       (options_.decode_updates && PgConnection::Value(found, 0, 1) != "t"))) {
     return absl::FailedPreconditionError(absl::StrCat(
         "publication \"", options_.publication, "\" does not publish ",
         options_.decode_updates
@@ -112,13 +117,26 @@ absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
                  PgConnection::Value(covered, i, 1));
   }
   for (const auto& t : options_.tables) {
-    if (have.count({t.schema, t.name}) == 0) {
+    if (have.erase({t.schema, t.name}) == 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "publication \"", options_.publication, "\" does not cover ",
           t.schema, ".", t.name, ": run ALTER PUBLICATION ",
           QuoteIdent(options_.publication), " ADD TABLE ", QuoteIdent(t.schema),
           ".", QuoteIdent(t.name), ";"));
     }
+  }
+  if (!have.empty()) {
+    // Every row it publishes would be taken for an outbox event and, not
+    // being one, halt the relay or fill the dead-letter topic.
+    const auto& [schema, table] = *have.begin();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "publication \"", options_.publication, "\" also publishes ", schema,
+        ".", table,
+        have.size() > 1 ? absl::StrCat(" and ", have.size() - 1, " more")
+                        : std::string(),
+        ", which is not an outbox table: use a publication of the outbox "
+        "tables only (",
+        CreatePublicationSql(), ") under another postgres.publication name"));
   }
   return absl::OkStatus();
 }

@@ -69,14 +69,21 @@ std::string Wal2JsonPlugin::StartOptions(const PluginServer& server) const {
   // reserved for the relay.
   std::vector<std::string> prefixes = options_.message_prefixes;
   if (prefixes.empty()) prefixes.push_back(kReservedMessagePrefix);
+  // No outbox table (the tableless outbox alone): an empty add-tables would
+  // mean every table, so no row action at all; messages are not an action.
+  std::string actions = "''";
+  if (!tables.empty()) {
+    actions = options_.decode_updates ? "'insert,update'" : "'insert'";
+  }
   return absl::StrCat(
       "\"format-version\" '2', \"include-transaction\" 'true', "
       "\"include-lsn\" 'true', \"include-xids\" 'true', "
-      "\"include-timestamp\" 'true', \"include-type-oids\" 'false', "
-      "\"add-tables\" ",
-      StartOptionValue(absl::StrJoin(tables, ",")), ", \"actions\" ",
-      options_.decode_updates ? "'insert,update'" : "'insert'",
-      ", \"add-msg-prefixes\" ",
+      "\"include-timestamp\" 'true', \"include-type-oids\" 'false', ",
+      tables.empty()
+          ? ""
+          : absl::StrCat("\"add-tables\" ",
+                         StartOptionValue(absl::StrJoin(tables, ",")), ", "),
+      "\"actions\" ", actions, ", \"add-msg-prefixes\" ",
       StartOptionValue(absl::StrJoin(prefixes, ",")));
 }
 
