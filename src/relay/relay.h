@@ -23,6 +23,9 @@
 // unconfirmed transactions and a few plain adds; per loop turn a clock read,
 // a few gauge stores and the flush of the buffered counters.
 //
+// Implemented in relay.cc (the loop, deliveries, dead letters, status
+// updates, shutdown) and relay_changes.cc (each decoded change).
+//
 // Run() returns:
 //   OK                  stop was requested (also while the producer's queue
 //                       was full); everything deliverable was flushed and
@@ -48,6 +51,7 @@
 #include "absl/status/status.h"
 #include "core/ack_tracker.h"
 #include "core/commit_policy.h"
+#include "core/commit_times.h"
 #include "outbox/change.h"
 #include "outbox/clock.h"
 #include "outbox/decoder.h"
@@ -153,7 +157,7 @@ class Relay {
   const RelayStats& stats() const { return stats_; }
   // Same thread as Run() (or after it): the session's bookkeeping now.
   RelayFootprint footprint() const {
-    return {tracker_.span(), tracker_.open_entries(), txn_times_.size()};
+    return {tracker_.span(), tracker_.open_entries(), commit_times_.size()};
   }
 
  private:
@@ -186,8 +190,7 @@ class Relay {
   bool ReportFailed() const;  // a delivery report came back failed
   bool Backpressured() const;
   void WaitForWork(int64_t timeout_us, bool want_stream);
-  void PruneTxnTimes();  // drops txn_times_ entries the watermark passed
-  double LagSeconds();   // age of the oldest unconfirmed event; prunes
+  double LagSeconds();  // age of the oldest unconfirmed event; prunes
   // Metrics only: per-turn gauges and heartbeat; commit time -> latency.
   void UpdateMetrics();
   double LatencySeconds(uint64_t ticket) const;
@@ -219,17 +222,10 @@ class Relay {
   const std::atomic<bool>* stop_ = nullptr;  // Run()'s, for nested waits
 
   RelayMetrics* metrics_;
-  // Metrics only: the commit time of each unconfirmed transaction that has
-  // events, by its first ticket (tickets are issued in stream order), so a
-  // delivery report finds its commit time by binary search. Entries leave
-  // once the watermark passes their end LSN.
-  struct TxnTime {
-    uint64_t first_ticket;
-    int64_t commit_time_us;
-    Lsn end_lsn;  // kInvalidLsn until the commit record
-  };
-  // Pruned before every read and at every status update.
-  std::deque<TxnTime> txn_times_;
+  // Metrics and progress only: the commit time of each unconfirmed
+  // transaction with events. Pruned before every read and at every status
+  // update.
+  CommitTimes commit_times_;
   int64_t txn_commit_time_us_ = 0;  // of the open transaction
   // Wall clock read before serving reports: their delivery time.
   int64_t report_unix_us_ = 0;

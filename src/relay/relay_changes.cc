@@ -1,0 +1,190 @@
+// Relay's handling of each decoded change (relay.h): transaction
+// boundaries, inserts of outbox rows, logical messages (the tableless
+// outbox and the heartbeat) and updates. The loop, deliveries, status
+// updates and shutdown are in relay.cc.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "outbox/status_macros.h"
+#include "relay/heartbeat.h"
+#include "relay/relay.h"
+#include "relay/relay_metrics.h"
+#include "route/message_router.h"
+
+namespace outbox {
+
+absl::Status Relay::HandleMessage(const StreamMessage& msg) {
+  if (msg.type == StreamMessage::Type::kKeepalive) {
+    stats_.received = std::max(stats_.received, msg.wal_end);
+    // Between transactions everything committed before walEnd has been
+    // sent to us, so walEnd may be confirmed once all before it is.
+    if (!in_transaction_) tracker_.Advance(msg.wal_end);
+    if (msg.reply_requested) reply_requested_ = true;
+    return absl::OkStatus();
+  }
+  stats_.received = std::max(stats_.received, msg.data_start);
+  ++xlog_messages_;
+  if (absl::Status s = decoder_->Decode(msg.payload, &change_); !s.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("cannot decode the replication record at LSN ",
+                     FormatLsn(msg.data_start), ": ", s.message(),
+                     "; stopping without confirming it"));
+  }
+  // A decoder whose records carry no LSN of their own (pgoutput's changes)
+  // leaves it to the XLogData start, which is that LSN.
+  if (change_.lsn == kInvalidLsn) change_.lsn = msg.data_start;
+  switch (change_.kind) {
+    case Change::Kind::kBegin:
+      if (in_transaction_) {
+        return absl::DataLossError(absl::StrCat(
+            "replication stream has a second Begin without Commit at LSN ",
+            FormatLsn(msg.data_start)));
+      }
+      in_transaction_ = true;
+      txn_commit_time_us_ = change_.commit_time_us;
+      txn_has_events_ = false;
+      policy_->OnBegin(change_.lsn);
+      return tracker_.Begin(change_.commit_time_us);
+    case Change::Kind::kCommit:
+      if (!in_transaction_) {
+        return absl::DataLossError(absl::StrCat(
+            "replication stream has a Commit without Begin at LSN ",
+            FormatLsn(msg.data_start)));
+      }
+      in_transaction_ = false;
+      ++stats_.transactions;
+      stats_.received = std::max(stats_.received, change_.end_lsn);
+      if (txn_has_events_) commit_times_.OnCommit(change_.end_lsn);
+      RETURN_IF_ERROR(tracker_.Commit(change_.end_lsn));
+      return policy_->OnCommit(change_.end_lsn, turn_now_us_);
+    case Change::Kind::kInsert:
+      if (!in_transaction_) {
+        return absl::DataLossError(absl::StrCat(
+            "replication stream has an insert outside a transaction at LSN ",
+            FormatLsn(msg.data_start)));
+      }
+      return HandleEvent(msg, /*from_message=*/false);
+    case Change::Kind::kMessage:
+      return HandleLogicalMessage(msg);
+    case Change::Kind::kUpdate:
+      return HandleUpdate(msg);
+    default:
+      // Updates, deletes and truncates are filtered out by the plugin
+      // options ("actions" 'insert'): nothing to deliver.
+      return absl::OkStatus();
+  }
+}
+
+absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
+  if (options_.heartbeat_nonce != 0 && change_.prefix == kHeartbeatPrefix) {
+    // Any session may emit this prefix: only our own content counts, and
+    // no heartbeat is ever an event.
+    HeartbeatContent beat;
+    if (ParseHeartbeatContent(change_.content, &beat) &&
+        beat.nonce == options_.heartbeat_nonce) {
+      ++stats_.heartbeats_seen;
+      if (metrics_ != nullptr) {
+        metrics_->OnHeartbeatReturned(
+            std::max<int64_t>(0, clock_->UnixMicros() - beat.sent_unix_us) /
+                1e6,
+            clock_->NowMicros());
+      }
+    }
+    return absl::OkStatus();
+  }
+  MessageRouter* router = options_.message_router;
+  // pgoutput sends every message when any is wanted: other prefixes are
+  // someone else's.
+  if (router == nullptr || change_.prefix != router->prefix()) {
+    return absl::OkStatus();
+  }
+  if (!change_.transactional) {
+    // Decoded as soon as written, whether its transaction commits or not,
+    // and outside the commit order: never an event.
+    ++stats_.messages_ignored;
+    if (metrics_ != nullptr) metrics_->OnMessageIgnored();
+    if (!nontransactional_logged_) {
+      nontransactional_logged_ = true;
+      Log(Severity::kWarn,
+          "ignoring non-transactional logical messages under the outbox "
+          "prefix (pg_logical_emit_message(false, ...)): only transactional "
+          "ones are events; counted in "
+          "outbox_relay_nontransactional_messages_total",
+          {{"prefix", router->prefix()}, {"lsn", FormatLsn(change_.lsn)}});
+    }
+    return absl::OkStatus();
+  }
+  if (!in_transaction_) {
+    return absl::DataLossError(
+        absl::StrCat("replication stream has a transactional message outside a "
+                     "transaction at LSN ",
+                     FormatLsn(msg.data_start)));
+  }
+  return HandleEvent(msg, /*from_message=*/true);
+}
+
+absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
+  // Dropped events (published before, per the policy) are never tracked.
+  ASSIGN_OR_RETURN(CommitPolicy::Admission admission,
+                   policy_->Admit(tracker_.next_ticket(), turn_now_us_));
+  if (admission.kind == CommitPolicy::Admission::kDrop) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
+  if (!txn_has_events_) {
+    txn_has_events_ = true;
+    commit_times_.OnFirstEvent(ticket, txn_commit_time_us_);
+  }
+  // A poison message is dead-lettered as its content (what the application
+  // wrote), a row as the plugin's record of it.
+  const absl::string_view raw = from_message ? change_.content : msg.payload;
+  const absl::string_view what = from_message ? "outbox message" : "outbox row";
+  absl::Status s = from_message
+                       ? options_.message_router->Route(change_, &record_)
+                       : router_->Route(change_, &record_);
+  if (!s.ok()) {
+    return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
+  }
+  if (admission.kind == CommitPolicy::Admission::kDeadLetter) {
+    // Kafka refused it in an earlier attempt of this Kafka transaction:
+    // what the at-least-once relay does after the refusal, done up front.
+    return DeadLetterUndeliverable(
+        FailedRecord{ticket, std::string(record_.event_id), record_.topic,
+                     std::string(record_.key), std::string(record_.value),
+                     std::string(admission.refusal)});
+  }
+  s = ProduceTracked(record_, ticket);
+  if (absl::IsInvalidArgument(s)) {
+    // The sink refused this record itself (too large, bad topic...).
+    return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
+  }
+  return s;
+}
+
+absl::Status Relay::HandleUpdate(const StreamMessage& msg) {
+  // Decoded only when on_update asks (the plugin's actions or publication),
+  // so any UPDATE seen under kIgnore comes from a wider publication.
+  if (options_.on_update == OnUpdate::kIgnore) return absl::OkStatus();
+  absl::string_view id = router_->EventId(change_);
+  std::string where = absl::StrCat(change_.schema, ".", change_.table,
+                                   " at LSN ", FormatLsn(msg.data_start));
+  if (options_.on_update == OnUpdate::kHalt) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UPDATE of outbox row ", id.empty() ? "" : absl::StrCat(id, " "), "in ",
+        where,
+        "; halting (outbox.on_update = halt), nothing at or past it is "
+        "confirmed"));
+  }
+  ++stats_.updates_ignored;
+  if (metrics_ != nullptr) metrics_->OnUpdateIgnored();
+  Log(options_.on_update == OnUpdate::kError ? Severity::kError
+                                             : Severity::kWarn,
+      "UPDATE of an outbox row ignored: only inserts are published",
+      {{"event_id", std::string(id)},
+       {"table", absl::StrCat(change_.schema, ".", change_.table)},
+       {"lsn", FormatLsn(msg.data_start)}});
+  return absl::OkStatus();
+}
+
+}  // namespace outbox
