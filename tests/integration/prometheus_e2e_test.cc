@@ -16,6 +16,7 @@
 #include <simdjson.h>
 
 #include "integration/relay_e2e_fixture.h"
+#include "integration/relay_http.h"
 
 namespace outbox::testing {
 namespace {
@@ -98,23 +99,6 @@ class PrometheusE2ETest : public RelayE2ETest {
         << prometheus_->Output();
   }
 
-  // The relay's bound HTTP port, from its startup line.
-  int RelayHttpPort() {
-    std::smatch m;
-    std::string out;
-    std::regex listen_re("http_listen=127\\.0\\.0\\.1:([0-9]+)");
-    if (!WaitUntil(
-            [&] {
-              out = relay_->Output();
-              return std::regex_search(out, m, listen_re);
-            },
-            30000)) {
-      ADD_FAILURE() << out;
-      return 0;
-    }
-    return std::stoi(m[1]);
-  }
-
   // Inserts a transaction of 5 events every 100 ms until TearDown.
   void StartWriting() {
     writer_ = std::thread([this] {
@@ -195,8 +179,8 @@ class PrometheusE2ETest : public RelayE2ETest {
 
 TEST_F(PrometheusE2ETest, ScrapesTheRelayEvaluatesTheRulesAndTheDashboard) {
   StartRelay();
-  const int relay_port = RelayHttpPort();
-  ASSERT_GT(relay_port, 0);
+  const int relay_port = WaitRelayHttpPort(*relay_);
+  ASSERT_GT(relay_port, 0) << relay_->Output();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   StartWriting();
   StartPrometheus(relay_port);
