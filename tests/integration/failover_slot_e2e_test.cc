@@ -4,10 +4,6 @@
 // altered), checks what a failover needs and says what is missing: one
 // warning per unsafe setting, the outbox_relay_failover_ready gauge, and
 // `outbox-relay status`; /readyz stays up throughout.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "integration/relay_e2e_fixture.h"
 #include "integration/relay_http.h"
 
@@ -18,19 +14,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr int kMajor = 17;
-
-// A loopback port nothing listens on (bound, then released).
-int UnusedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 class FailoverSlotE2ETest : public RelayE2ETest {
  protected:
@@ -167,7 +150,7 @@ TEST_F(FailoverSlotE2ETest, StandbysOfAMultiHostConninfoAreChecked) {
   db_->Exec("SELECT pg_create_physical_replication_slot('" + slot_ + "_sb')");
   db_->Exec("ALTER SYSTEM SET synchronized_standby_slots = '" + slot_ + "_sb'");
   db_->Exec("SELECT pg_reload_conf()");
-  std::string down_port = std::to_string(UnusedPort());
+  std::string down_port = std::to_string(FreeLoopbackPort());
   std::string multi = StartRelayOnPair(down_port);
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   ASSERT_TRUE(WaitOutput("failover not safe: standby 127.0.0.1:" + down_port +

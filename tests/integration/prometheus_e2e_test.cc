@@ -4,11 +4,7 @@
 // docker/prometheus/outbox-relay.rules.yml load and evaluate healthy, and
 // every query of the Grafana dashboard (docker/grafana/dashboards) runs
 // without error and returns data.
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <regex>
 #include <set>
@@ -20,22 +16,6 @@
 
 namespace outbox::testing {
 namespace {
-
-// A loopback port free right now (bound to port 0, then released).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 // The string at `e`, or "" when it is absent or not a string.
 std::string Str(simdjson::simdjson_result<simdjson::dom::element> e) {
@@ -82,7 +62,7 @@ class PrometheusE2ETest : public RelayE2ETest {
                              "    static_configs:\n"
                              "      - targets: ['127.0.0.1:"
                           << relay_port << "']\n";
-    prom_port_ = FreePort();
+    prom_port_ = FreeLoopbackPort();
     ASSERT_GT(prom_port_, 0);
     prometheus_ = Process::Start(
         {OUTBOX_PROMETHEUS, "--config.file=" + config,
