@@ -27,6 +27,7 @@
 # plugin: what bounds the relay's CPU per event.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 events=1000000; per_txn=10; runs=3; stages=0; plugins=wal2json,pgoutput
 while [ $# -gt 0 ]; do
@@ -48,22 +49,9 @@ BUILD_DIR=${OUTBOX_BUILD_DIR:-$OUTBOX_ROOT/build}
 CMAKE_BUILD_TYPE=Release "$OUTBOX_ROOT/scripts/setup.sh" "$BUILD_DIR" >/dev/null
 [ $stages = 0 ] || cmake --build "$BUILD_DIR" --target stage_cost >/dev/null
 RELAY="$BUILD_DIR/bin/outbox-relay"
-work=$(mktemp -d /tmp/outbox-bench.XXXXXX); chmod 755 "$work"
-cleanup() {
-  "$OUTBOX_ROOT/scripts/kafka.sh" stop "$work/kafka" >/dev/null 2>&1 || true
-  "$OUTBOX_ROOT/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-eval "$("$OUTBOX_ROOT/scripts/pg.sh" start "$work/pg" 2>/dev/null)"
-eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
-export PGHOST PGPORT PGUSER PGDATABASE
+bench_servers outbox-bench
 # Every drain has its own slot, all made before the backlog.
-slots=$(((2 * runs + stages) * ${#plugins[@]}))
-if [ $slots -gt 10 ]; then
-  psql -qAt -c "ALTER SYSTEM SET max_replication_slots = $slots" >/dev/null
-  "$OUTBOX_ROOT/scripts/pg.sh" restart "$work/pg" fast >/dev/null 2>&1
-fi
+bench_max_slots $(((2 * runs + stages) * ${#plugins[@]}))
 psql -q -f "$OUTBOX_ROOT/sql/outbox.sql"
 psql -q -c "CREATE PUBLICATION outbox_relay FOR TABLE public.outbox WITH (publish = 'insert')"
 for p in "${plugins[@]}"; do

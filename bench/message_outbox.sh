@@ -20,6 +20,7 @@
 # of medians. Durable PostgreSQL defaults.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 events=200000; per_txn=10; runs=1; plugins=wal2json,pgoutput
 while [ $# -gt 0 ]; do
@@ -37,21 +38,8 @@ ways=(table nojanitor message)
 BUILD_DIR=${OUTBOX_BUILD_DIR:-$OUTBOX_ROOT/build}
 CMAKE_BUILD_TYPE=Release "$OUTBOX_ROOT/scripts/setup.sh" "$BUILD_DIR" >/dev/null
 RELAY="$BUILD_DIR/bin/outbox-relay"
-work=$(mktemp -d /tmp/outbox-msgbench.XXXXXX); chmod 755 "$work"
-cleanup() {
-  "$OUTBOX_ROOT/scripts/kafka.sh" stop "$work/kafka" >/dev/null 2>&1 || true
-  "$OUTBOX_ROOT/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-eval "$("$OUTBOX_ROOT/scripts/pg.sh" start "$work/pg" 2>/dev/null)"
-eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
-export PGHOST PGPORT PGUSER PGDATABASE
-slots=$((${#ways[@]} * runs * ${#plugins[@]}))
-if [ $slots -gt 10 ]; then
-  psql -qAt -c "ALTER SYSTEM SET max_replication_slots = $slots" >/dev/null
-  "$OUTBOX_ROOT/scripts/pg.sh" restart "$work/pg" fast >/dev/null 2>&1
-fi
+bench_servers outbox-msgbench
+bench_max_slots $((${#ways[@]} * runs * ${#plugins[@]}))
 psql -q -f "$OUTBOX_ROOT/sql/outbox.sql"
 psql -q -f "$OUTBOX_ROOT/sql/outbox_emit.sql"
 psql -q -c "CREATE PUBLICATION outbox_relay FOR TABLE public.outbox WITH (publish = 'insert')"

@@ -54,6 +54,7 @@
 # OUTBOX_BUILD_DIR picks the build directory (default build, Release).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 args=(); events=200000; runs=1; drain=1; latency=1; systems=debezium
 rates=200,1000,3000; seconds=10
@@ -101,26 +102,14 @@ cmake --build "$BUILD_DIR" --target "${targets[@]}" >/dev/null
 # Debezium's jars only when it runs (every system runs by default).
 case ",$systems," in *,debezium,*) "$OUTBOX_ROOT/bench/debezium.sh" fetch ;; esac
 
-work=$(mktemp -d /tmp/outbox-suite.XXXXXX); chmod 755 "$work"
-cleanup() {
+# Debezium instances run.py and latency.py started, before their Kafka.
+bench_on_exit() {
   for d in "$work"/dbz_*; do [ -d "$d" ] && "$OUTBOX_ROOT/bench/debezium.sh" stop "$d" >/dev/null 2>&1; done
-  "$OUTBOX_ROOT/scripts/kafka.sh" stop "$work/kafka" >/dev/null 2>&1 || true
-  "$OUTBOX_ROOT/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
-  [ "${OUTBOX_BENCH_KEEP:-0}" = 1 ] || rm -rf "$work"
 }
-trap cleanup EXIT
-eval "$("$OUTBOX_ROOT/scripts/pg.sh" start "$work/pg" 2>/dev/null)"
-eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
-export PGHOST PGPORT PGUSER PGDATABASE OUTBOX_PG_CONNINFO OUTBOX_PG_DIR \
-  OUTBOX_KAFKA_BROKERS OUTBOX_KAFKA_DIR
+bench_servers outbox-suite
 # Every CDC run needs its own slot made before the backlog (5 systems per
 # run: both relays, Debezium, pg_recvlogical twice).
-slots=$((5 * runs + 4))
-if [ $slots -gt 10 ]; then
-  psql -qAt -c "ALTER SYSTEM SET max_replication_slots = $slots" \
-    -c "ALTER SYSTEM SET max_wal_senders = $slots" >/dev/null
-  "$OUTBOX_ROOT/scripts/pg.sh" restart "$work/pg" fast >/dev/null 2>&1
-fi
+bench_max_slots $((5 * runs + 4)) max_wal_senders
 log "servers up; work dir $work (OUTBOX_BENCH_KEEP=1 keeps the logs)"
 if [ $drain = 1 ]; then
   python3 "$OUTBOX_ROOT/bench/run.py" --bin "$BUILD_DIR/bin" --work "$work" \

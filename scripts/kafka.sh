@@ -10,7 +10,9 @@
 #                                same port and data
 #
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
-# scripts/kafka/pom.xml) into .cache/kafka/libs. Needs Java 17.
+# scripts/kafka/pom.xml) into $OUTBOX_CACHE/kafka/libs (OUTBOX_CACHE defaults
+# to .cache in the checkout; a git worktree has none of its own, so point it
+# at one that has the jars). Needs Java 17.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -19,8 +21,15 @@ cmd=${1:-}; dir=${2:-}
 LIBS="$OUTBOX_CACHE/kafka/libs"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
 
+# The broker's own jar (kafka.Kafka, kafka.tools.StorageTool) must be there,
+# or java would start and die on a ClassNotFoundException.
+need_jars() {
+  compgen -G "$LIBS/kafka_*.jar" >/dev/null ||
+    die "no Kafka jars in $LIBS (OUTBOX_CACHE=$OUTBOX_CACHE): scripts/setup.sh fetches them"
+}
+
 launch() {
-  [ -d "$LIBS" ] || die "kafka jars missing in $LIBS: run scripts/setup.sh"
+  need_jars
   # Readiness is read from server.log; keep earlier runs' lines apart.
   if [ -f "$dir/server.log" ]; then cat "$dir/server.log" >>"$dir/server.log.old"; : >"$dir/server.log"; fi
   # setsid: the broker gets its own process group so 'stop' can end it and
@@ -76,6 +85,7 @@ L4J
 
 start() {
   command -v java >/dev/null || die "java not found: run scripts/setup.sh"
+  need_jars
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
   local tries=0 port cport

@@ -4,15 +4,8 @@
 // altered), checks what a failover needs and says what is missing: one
 // warning per unsafe setting, the outbox_relay_failover_ready gauge, and
 // `outbox-relay status`; /readyz stays up throughout.
-#include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <regex>
-
-#include "absl/strings/numbers.h"
 #include "integration/relay_e2e_fixture.h"
+#include "integration/relay_http.h"
 
 namespace outbox::testing {
 namespace {
@@ -21,19 +14,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr int kMajor = 17;
-
-// A loopback port nothing listens on (bound, then released).
-int UnusedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 class FailoverSlotE2ETest : public RelayE2ETest {
  protected:
@@ -67,31 +47,6 @@ class FailoverSlotE2ETest : public RelayE2ETest {
     return WaitUntil(
         [&] { return relay_->Output().find(text) != std::string::npos; },
         timeout_ms);
-  }
-
-  // GET on the relay's HTTP port (logged at start: http.listen port 0).
-  std::string Get(const std::string& path, int* status) {
-    std::smatch m;
-    std::string out = relay_->Output();
-    static const std::regex listen_re("http_listen=127\\.0\\.0\\.1:([0-9]+)");
-    *status = -1;
-    if (!std::regex_search(out, m, listen_re)) return "";
-    httplib::Client client("127.0.0.1", std::stoi(m[1]));
-    auto res = client.Get(path.c_str());
-    if (!res) return "";
-    *status = res->status;
-    return res->body;
-  }
-
-  // The value of an unlabelled metric, or -1 when absent.
-  double Metric(const std::string& name) {
-    int code = 0;
-    std::string body = Get("/metrics", &code);
-    std::smatch m;
-    std::regex re("\n" + name + " ([^\n]+)");
-    double v = -1;
-    if (std::regex_search(body, m, re)) absl::SimpleAtod(m[1].str(), &v);
-    return v;
   }
 
   // `outbox-relay status` against `conninfo`; its output.
@@ -142,11 +97,12 @@ TEST_F(FailoverSlotE2ETest, TheSlotIsCreatedWithFailoverAndGapsAreWarned) {
   ASSERT_TRUE(WaitOutput("failover not safe: no standby checked"))
       << relay_->Output();
   ASSERT_TRUE(WaitUntil(
-      [&] { return Metric("outbox_relay_failover_ready") == 0; }, 30000))
+      [&] { return RelayMetric(*relay_, "outbox_relay_failover_ready") == 0; },
+      30000))
       << relay_->Output();
-  EXPECT_EQ(Metric("outbox_relay_failover_problems"), 2);
+  EXPECT_EQ(RelayMetric(*relay_, "outbox_relay_failover_problems"), 2);
   int code = 0;
-  Get("/readyz", &code);
+  RelayHttpGet(*relay_, "/readyz", &code);
   EXPECT_EQ(code, 200);  // the relay works: unsafe is not unready
   // Events still flow.
   EXPECT_EQ(WriteConcurrentlyAndAudit(2, 10), 0);
@@ -182,8 +138,9 @@ TEST_F(FailoverSlotE2ETest, FailoverSlotFalseLeavesTheSlotAlone) {
   ASSERT_TRUE(WaitOutput("failover_slot=false")) << relay_->Output();
   EXPECT_EQ(SlotFailover(), "f");
   int code = 0;
-  ASSERT_TRUE(
-      WaitUntil([&] { return Get("/readyz", &code), code == 200; }, 30000));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return RelayHttpGet(*relay_, "/readyz", &code), code == 200; },
+      30000));
   EXPECT_THAT(relay_->Output(), Not(HasSubstr("failover not safe")));
 }
 
@@ -193,7 +150,7 @@ TEST_F(FailoverSlotE2ETest, StandbysOfAMultiHostConninfoAreChecked) {
   db_->Exec("SELECT pg_create_physical_replication_slot('" + slot_ + "_sb')");
   db_->Exec("ALTER SYSTEM SET synchronized_standby_slots = '" + slot_ + "_sb'");
   db_->Exec("SELECT pg_reload_conf()");
-  std::string down_port = std::to_string(UnusedPort());
+  std::string down_port = std::to_string(FreeLoopbackPort());
   std::string multi = StartRelayOnPair(down_port);
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   ASSERT_TRUE(WaitOutput("failover not safe: standby 127.0.0.1:" + down_port +
@@ -231,9 +188,10 @@ TEST_F(FailoverSlotE2ETest, AHealthyPairIsReportedReady) {
   // Slot sync copies the new slot within its nap (at most 30 s); the relay
   // re-checks every 10 s while a check finds problems.
   ASSERT_TRUE(WaitUntil(
-      [&] { return Metric("outbox_relay_failover_ready") == 1; }, 120000))
+      [&] { return RelayMetric(*relay_, "outbox_relay_failover_ready") == 1; },
+      120000))
       << relay_->Output();
-  EXPECT_EQ(Metric("outbox_relay_failover_problems"), 0);
+  EXPECT_EQ(RelayMetric(*relay_, "outbox_relay_failover_problems"), 0);
   EXPECT_EQ(WriteConcurrentlyAndAudit(2, 10), 0);
   std::string status = Status(pair);
   EXPECT_THAT(status,

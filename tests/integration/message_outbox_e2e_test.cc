@@ -149,15 +149,7 @@ TEST_P(MessageOutboxE2ETest, APoisonMessageIsDeadLettered) {
   EXPECT_EQ(good[0].Header("id"), Id(2));
   EXPECT_TRUE(relay_->Running()) << relay_->Output();
   // Both are behind the confirmed position: the slot passed the commit.
-  std::string target = db_->Scalar("SELECT pg_current_wal_lsn()");
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return db_->Scalar("SELECT confirmed_flush_lsn >= '" + target +
-                           "'::pg_lsn FROM pg_replication_slots WHERE "
-                           "slot_name = '" +
-                           slot_ + "'") == "t";
-      },
-      30000));
+  ExpectConfirmedReachesCurrentWal(30000);
 }
 
 TEST_P(MessageOutboxE2ETest, HeartbeatComesBackAndAStoppedWalsenderIsNotReady) {

@@ -1,31 +1,20 @@
 // outbox-relay's HTTP endpoint and `status` command end to end: the real
 // binary with http.listen on a free loopback port, scraped during a run
 // against the fixture's PostgreSQL and Kafka.
-#include <httplib.h>
 #include <signal.h>
 
-#include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
-#include "integration/test_env.h"
+#include "integration/relay_e2e_fixture.h"
+#include "integration/relay_http.h"
 
 namespace outbox::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The value of the sample line `series` ("name{labels}" exactly as the text
 // format writes it), or -1 when the body has no such line.
@@ -43,29 +32,8 @@ double Sample(const std::string& body, const std::string& series) {
   return -1;
 }
 
-class MetricsE2ETest : public ::testing::Test {
+class MetricsE2ETest : public RelayE2ETest {
  protected:
-  void SetUp() override {
-    env_ = &TestEnv::Get();
-    db_ = PgConn::Connect(env_->pg_conninfo());
-    ASSERT_NE(db_, nullptr);
-    db_->Exec(ReadFile(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox.sql"));
-    table_ = UniqueName("outbox");
-    slot_ = UniqueName("slot");
-    aggtype_ = UniqueName("agg");
-    topic_ = "outbox.event." + aggtype_;
-    db_->Exec("CREATE TABLE public." + table_ +
-              " (LIKE public.outbox INCLUDING ALL)");
-    dir_ = TempDir("metrics_e2e");
-  }
-
-  void TearDown() override {
-    relay_.reset();
-    db_->Query("SELECT pg_drop_replication_slot('" + slot_ + "')")
-        .status()
-        .IgnoreError();
-  }
-
   // Runs `outbox-relay status` for `slot`; returns its exit code.
   int Status(const std::string& slot, std::string* output) {
     std::string log = dir_ + "/status-" + slot + ".log";
@@ -77,45 +45,17 @@ class MetricsE2ETest : public ::testing::Test {
     return code;
   }
 
+  // GET on the relay's HTTP port.
   std::string Get(const std::string& path, int* status) {
-    auto res = client_->Get(path.c_str());
-    if (!res) {
-      *status = -1;
-      return "";
-    }
-    *status = res->status;
-    return res->body;
+    return RelayHttpGet(*relay_, path, status);
   }
-
-  const TestEnv* env_ = nullptr;
-  std::unique_ptr<PgConn> db_;
-  std::string table_, slot_, aggtype_, topic_, dir_;
-  std::unique_ptr<Process> relay_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(MetricsE2ETest, ScrapesMetricsHealthAndStatusDuringARun) {
-  relay_ = Process::Start(
-      {BinaryPath("outbox-relay"), "--pg", env_->pg_conninfo(), "--kafka",
-       env_->kafka_brokers(), "--slot", slot_, "--tables", "public." + table_,
-       "--set", "http.listen=127.0.0.1:0", "--set", "log.progress_interval_s=1",
-       "--set", "postgres.state_dir=" + dir_ + "/state"},
-      dir_ + "/relay.log");
+  StartRelay();
 
   // Port 0: the relay logs the port it bound in its startup line.
-  std::smatch m;
-  std::string out;
-  std::regex listen_re("http_listen=127\\.0\\.0\\.1:([0-9]+)");
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        out = relay_->Output();
-        return std::regex_search(out, m, listen_re);
-      },
-      30000))
-      << out;
-  int port = std::stoi(m[1]);
-  ASSERT_GT(port, 0);
-  client_ = std::make_unique<httplib::Client>("127.0.0.1", port);
+  ASSERT_GT(WaitRelayHttpPort(*relay_), 0) << relay_->Output();
 
   int code = 0;
   ASSERT_TRUE(

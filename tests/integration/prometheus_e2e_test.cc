@@ -4,11 +4,7 @@
 // docker/prometheus/outbox-relay.rules.yml load and evaluate healthy, and
 // every query of the Grafana dashboard (docker/grafana/dashboards) runs
 // without error and returns data.
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <regex>
 #include <set>
@@ -16,25 +12,10 @@
 #include <simdjson.h>
 
 #include "integration/relay_e2e_fixture.h"
+#include "integration/relay_http.h"
 
 namespace outbox::testing {
 namespace {
-
-// A loopback port free right now (bound to port 0, then released).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 // The string at `e`, or "" when it is absent or not a string.
 std::string Str(simdjson::simdjson_result<simdjson::dom::element> e) {
@@ -81,7 +62,7 @@ class PrometheusE2ETest : public RelayE2ETest {
                              "    static_configs:\n"
                              "      - targets: ['127.0.0.1:"
                           << relay_port << "']\n";
-    prom_port_ = FreePort();
+    prom_port_ = FreeLoopbackPort();
     ASSERT_GT(prom_port_, 0);
     prometheus_ = Process::Start(
         {OUTBOX_PROMETHEUS, "--config.file=" + config,
@@ -96,23 +77,6 @@ class PrometheusE2ETest : public RelayE2ETest {
         },
         30000))
         << prometheus_->Output();
-  }
-
-  // The relay's bound HTTP port, from its startup line.
-  int RelayHttpPort() {
-    std::smatch m;
-    std::string out;
-    std::regex listen_re("http_listen=127\\.0\\.0\\.1:([0-9]+)");
-    if (!WaitUntil(
-            [&] {
-              out = relay_->Output();
-              return std::regex_search(out, m, listen_re);
-            },
-            30000)) {
-      ADD_FAILURE() << out;
-      return 0;
-    }
-    return std::stoi(m[1]);
   }
 
   // Inserts a transaction of 5 events every 100 ms until TearDown.
@@ -195,8 +159,8 @@ class PrometheusE2ETest : public RelayE2ETest {
 
 TEST_F(PrometheusE2ETest, ScrapesTheRelayEvaluatesTheRulesAndTheDashboard) {
   StartRelay();
-  const int relay_port = RelayHttpPort();
-  ASSERT_GT(relay_port, 0);
+  const int relay_port = WaitRelayHttpPort(*relay_);
+  ASSERT_GT(relay_port, 0) << relay_->Output();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   StartWriting();
   StartPrometheus(relay_port);

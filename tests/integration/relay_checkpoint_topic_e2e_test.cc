@@ -10,14 +10,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class RelayCheckpointTopicTest : public RelayE2ETest {
+class RelayCheckpointTopicTest : public ExactlyOnceRelayE2ETest {
  protected:
-  void SetUp() override {
-    RelayE2ETest::SetUp();
-    checkpoint_topic_ = UniqueName("cp");
-    extra_relay_args_ = {"--set", "kafka.exactly_once=true", "--set",
-                         "kafka.checkpoint_topic=" + checkpoint_topic_};
-  }
   // Starts the relay and waits until it has published one event.
   void PublishOne() {
     StartRelay();
@@ -26,7 +20,6 @@ class RelayCheckpointTopicTest : public RelayE2ETest {
     EXPECT_EQ(ConsumeAll(env_->kafka_brokers(), {topic_}, 1, 30000).size(), 1u)
         << relay_->Output();
   }
-  std::string checkpoint_topic_;
 };
 
 TEST_F(RelayCheckpointTopicTest, MissingTopicIsCreatedCompacted) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -268,6 +269,17 @@ class RelayE2ETest : public ::testing::Test {
     return code;
   }
 
+  // A count in outbox-audit's --json report ("duplicates", "missing", ...);
+  // -1 when the report has none.
+  static int AuditReportCount(const std::string& report,
+                              const std::string& field) {
+    std::smatch m;
+    return std::regex_search(report, m,
+                             std::regex("\"" + field + "\": *([0-9]+)"))
+               ? std::stoi(m[1])
+               : -1;
+  }
+
   // SQL inserting one event whose payload's JSON text is `bytes` long.
   std::string SizedEventSql(const std::string& id, const std::string& key,
                             size_t bytes) {
@@ -321,6 +333,12 @@ class RelayE2ETest : public ::testing::Test {
     for (int i = 0; i < 50; ++i) {
       db_->Exec("INSERT INTO " + other + " VALUES (" + std::to_string(i) + ")");
     }
+    ExpectConfirmedReachesCurrentWal(timeout_ms);
+  }
+
+  // The slot's confirmed position must reach the current end of WAL within
+  // `timeout_ms`: everything written so far was delivered or skipped.
+  void ExpectConfirmedReachesCurrentWal(int timeout_ms) {
     std::string target = db_->Scalar("SELECT pg_current_wal_lsn()");
     EXPECT_TRUE(WaitUntil(
         [&] {
@@ -379,6 +397,20 @@ class PreconditionTest : public RelayE2ETest {
     EXPECT_EQ(relay_->Wait(30000), 3) << relay_->Output();
     EXPECT_THAT(relay_->Output(), ::testing::HasSubstr(message));
   }
+};
+
+// The relay with kafka.exactly_once and a checkpoint topic of its own.
+class ExactlyOnceRelayE2ETest : public RelayE2ETest {
+ protected:
+  void SetUp() override {
+    RelayE2ETest::SetUp();
+    if (HasFatalFailure()) return;
+    checkpoint_topic_ = UniqueName("cp");
+    extra_relay_args_ = {"--set", "kafka.exactly_once=true", "--set",
+                         "kafka.checkpoint_topic=" + checkpoint_topic_};
+  }
+
+  std::string checkpoint_topic_;
 };
 
 }  // namespace outbox::testing

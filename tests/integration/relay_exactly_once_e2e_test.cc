@@ -4,10 +4,8 @@
 // to isolation.level=read_committed) sees every committed event exactly
 // once, in order per key.
 #include <csignal>
-#include <fstream>
 #include <iostream>
 #include <random>
-#include <regex>
 #include <thread>
 
 #include "core/checkpoint.h"
@@ -16,15 +14,8 @@
 namespace outbox::testing {
 namespace {
 
-class RelayExactlyOnceE2ETest : public RelayE2ETest {
+class RelayExactlyOnceE2ETest : public ExactlyOnceRelayE2ETest {
  protected:
-  void SetUp() override {
-    RelayE2ETest::SetUp();
-    checkpoint_topic_ = UniqueName("cp");
-    extra_relay_args_ = {"--set", "kafka.exactly_once=true", "--set",
-                         "kafka.checkpoint_topic=" + checkpoint_topic_};
-  }
-
   // `writers` threads write until *stop; their events are merged into
   // *committed / *rolled_back by Join().
   void StartWriters(int writers) {
@@ -48,31 +39,14 @@ class RelayExactlyOnceE2ETest : public RelayE2ETest {
     }
   }
 
-  std::atomic<bool> stop_{false};
-  std::string checkpoint_topic_;
   // Runs outbox-audit on this test's table and topic; returns its exit code
   // and sets *duplicates from its JSON report (-1 if absent).
   int RunAudit(bool read_committed, int* duplicates) {
-    std::vector<std::string> args = {BinaryPath("outbox-audit"),
-                                     "--pg",
-                                     pg_conninfo_,
-                                     "--kafka",
-                                     env_->kafka_brokers(),
-                                     "--tables",
-                                     "public." + table_,
-                                     "--topic",
-                                     topic_,
-                                     "--json"};
-    if (read_committed) args.push_back("--read-committed");
-    auto p = Process::Start(args, dir_ + "/audit.log");
-    int rc = p->Wait(180000);
-    std::string out = p->Output();
-    std::smatch m;
-    *duplicates =
-        std::regex_search(out, m, std::regex("\"duplicates\": *([0-9]+)"))
-            ? std::stoi(m[1])
-            : -1;
-    std::ofstream(dir_ + "/audit.log", std::ios::trunc);
+    std::vector<std::string> extra = {"--json"};
+    if (read_committed) extra.push_back("--read-committed");
+    std::string out;
+    const int rc = RunOutboxAudit(extra, &out);
+    *duplicates = AuditReportCount(out, "duplicates");
     std::cerr << "outbox-audit" << (read_committed ? " --read-committed" : "")
               << ": exit " << rc << " "
               << out.substr(
@@ -81,6 +55,7 @@ class RelayExactlyOnceE2ETest : public RelayE2ETest {
     return rc;
   }
 
+  std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
   std::vector<std::vector<Event>> committed_;
   std::vector<std::vector<std::string>> rolled_back_;

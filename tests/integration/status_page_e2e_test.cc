@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "integration/poller_e2e_fixture.h"
 #include "integration/relay_e2e_fixture.h"
+#include "integration/relay_http.h"
 #include "simdjson.h"
 
 namespace outbox::testing {
@@ -117,17 +118,8 @@ class StatusPageE2ETest : public RelayE2ETest {
   void StartAndFindPort() {
     StartRelay();
     ASSERT_TRUE(WaitActive()) << relay_->Output();
-    std::smatch m;
-    std::string out;
-    std::regex listen_re("http_listen=127\\.0\\.0\\.1:([0-9]+)");
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          out = relay_->Output();
-          return std::regex_search(out, m, listen_re);
-        },
-        30000))
-        << out;
-    port_ = std::stoi(m[1]);
+    port_ = WaitRelayHttpPort(*relay_);
+    ASSERT_GT(port_, 0) << relay_->Output();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     browser_ = std::make_unique<Browser>(port_, dir_);
   }
@@ -278,17 +270,9 @@ TEST_F(PollerE2ETest, StatusPageShowsThePollersFigures) {
   Insert(30, 3);
   Process* poller = StartPoller();
   // The poller logs the port it bound.
-  std::smatch m;
-  std::string out;
-  std::regex port_re("serving metrics.* port=([0-9]+)");
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        out = poller->Output();
-        return std::regex_search(out, m, port_re);
-      },
-      30000))
-      << out;
-  const int port = std::stoi(m[1]);
+  const int port =
+      WaitLoggedPort(*poller, std::regex("serving metrics.* port=([0-9]+)"));
+  ASSERT_GT(port, 0) << poller->Output();
   httplib::Client client("127.0.0.1", port);
   Browser browser(port, dir_);
   // Delivered, and the backlog gauges set (they follow the progress

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -416,6 +418,22 @@ std::vector<std::string> AtATerminal(const std::vector<std::string>& argv) {
 std::string BinaryPath(const std::string& name) {
   const char* dir = std::getenv("OUTBOX_BIN_DIR");
   return absl::StrCat(dir ? dir : ".", "/", name);
+}
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
 }
 
 std::string TempDir(const std::string& prefix) {

@@ -121,6 +121,9 @@ std::vector<std::string> AtATerminal(const std::vector<std::string>& argv);
 std::string BinaryPath(const std::string& name);
 // A fresh temporary directory.
 std::string TempDir(const std::string& prefix);
+// A loopback TCP port nothing listens on right now (the kernel's pick for
+// port 0, released); 0 when none could be had.
+int FreeLoopbackPort();
 // Runs a repo script ($OUTBOX_ROOT/scripts/...) through the shell; returns
 // its exit status.
 int RunScript(const std::string& args);

@@ -184,12 +184,19 @@ constexpr char kPgOutputMessage[] =
     "22222c2022746f74616c223a2031322e357d2c20226167677265676174656964223a"
     "20223432222c202261676772656761746574797065223a20226f72646572227d";
 
-void ExpectEmitted(const Record& r) {
-  EXPECT_EQ(r.topic, "outbox.event.order");
-  EXPECT_EQ(r.key, "42");
+// Checks that `c`, as either decoder gives outbox_emit()'s message, routes
+// into *r as the event it emitted.
+void ExpectRoutedAsEmitted(const Change& c, Record* r) {
+  ASSERT_EQ(c.kind, Change::Kind::kMessage);
+  EXPECT_TRUE(c.transactional);
+  EXPECT_EQ(c.prefix, "outbox");
+  auto router = MakeRouter();
+  ASSERT_TRUE(router->Route(c, r).ok());
+  EXPECT_EQ(r->topic, "outbox.event.order");
+  EXPECT_EQ(r->key, "42");
   // jsonb's text of the payload, as a jsonb outbox column would give it.
-  EXPECT_EQ(r.value, "{\"note\": \"caf\xc3\xa9 \\\"q\\\"\", \"total\": 12.5}");
-  EXPECT_EQ(Headers(r),
+  EXPECT_EQ(r->value, "{\"note\": \"caf\xc3\xa9 \\\"q\\\"\", \"total\": 12.5}");
+  EXPECT_EQ(Headers(*r),
             (std::map<std::string, std::string>{
                 {"id", kId}, {"n", "3"}, {"z", "<null>"}, {"trace", "t-1"}}));
 }
@@ -198,13 +205,8 @@ TEST(MessageRouterTest, Wal2JsonRecordOfOutboxEmit) {
   Wal2JsonDecoder decoder;
   Change c;
   ASSERT_TRUE(decoder.Decode(kWal2JsonRecord, &c).ok());
-  ASSERT_EQ(c.kind, Change::Kind::kMessage);
-  EXPECT_TRUE(c.transactional);
-  EXPECT_EQ(c.prefix, "outbox");
-  auto router = MakeRouter();
   Record r;
-  ASSERT_TRUE(router->Route(c, &r).ok());
-  ExpectEmitted(r);
+  ASSERT_NO_FATAL_FAILURE(ExpectRoutedAsEmitted(c, &r));
   EXPECT_GT(r.commit_time_us, 0);
 }
 
@@ -215,13 +217,8 @@ TEST(MessageRouterTest, PgOutputMessageOfOutboxEmit) {
       decoder.Decode(absl::HexStringToBytes(kPgOutputBegin), &begin).ok());
   const std::string bytes = absl::HexStringToBytes(kPgOutputMessage);
   ASSERT_TRUE(decoder.Decode(bytes, &c).ok());
-  ASSERT_EQ(c.kind, Change::Kind::kMessage);
-  EXPECT_TRUE(c.transactional);
-  EXPECT_EQ(c.prefix, "outbox");
-  auto router = MakeRouter();
   Record r;
-  ASSERT_TRUE(router->Route(c, &r).ok());
-  ExpectEmitted(r);
+  ASSERT_NO_FATAL_FAILURE(ExpectRoutedAsEmitted(c, &r));
   EXPECT_EQ(r.commit_time_us, begin.commit_time_us);
 }
 

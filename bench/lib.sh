@@ -1,0 +1,37 @@
+# Shared shell of the benchmark scripts: one throwaway PostgreSQL and Kafka
+# in a work directory. Source it after scripts/lib.sh; it defines functions
+# only and changes no options of the caller.
+
+# bench_servers PREFIX: makes the work directory $work (/tmp/PREFIX.XXXXXX),
+# starts a PostgreSQL (scripts/pg.sh) and a Kafka (scripts/kafka.sh) in it
+# and exports their variables (PG*, OUTBOX_PG_*, OUTBOX_KAFKA_*). At exit
+# (it sets the EXIT trap): the caller's bench_on_exit if it defines one
+# (to stop what it started in $work), then both servers stop and $work is
+# deleted, unless OUTBOX_BENCH_KEEP=1.
+bench_servers() {
+  work=$(mktemp -d "/tmp/$1.XXXXXX"); chmod 755 "$work"
+  trap bench_stop_servers EXIT
+  eval "$("$OUTBOX_ROOT/scripts/pg.sh" start "$work/pg" 2>/dev/null)"
+  eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
+  export PGHOST PGPORT PGUSER PGDATABASE OUTBOX_PG_CONNINFO OUTBOX_PG_DIR \
+    OUTBOX_KAFKA_BROKERS OUTBOX_KAFKA_DIR
+}
+
+bench_stop_servers() {
+  if declare -F bench_on_exit >/dev/null; then bench_on_exit || true; fi
+  "$OUTBOX_ROOT/scripts/kafka.sh" stop "$work/kafka" >/dev/null 2>&1 || true
+  "$OUTBOX_ROOT/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
+  [ "${OUTBOX_BENCH_KEEP:-0}" = 1 ] || rm -rf "$work"
+}
+
+# bench_max_slots N [SETTING...]: when N is over pg.sh's 10, sets
+# max_replication_slots (and each SETTING, e.g. max_wal_senders) to N and
+# restarts PostgreSQL, so every slot can be made before the backlog.
+bench_max_slots() {
+  local n=$1 s; shift
+  [ "$n" -gt 10 ] || return 0
+  local sql=(-c "ALTER SYSTEM SET max_replication_slots = $n")
+  for s in "$@"; do sql+=(-c "ALTER SYSTEM SET $s = $n"); done
+  psql -qAt "${sql[@]}" >/dev/null
+  "$OUTBOX_ROOT/scripts/pg.sh" restart "$work/pg" fast >/dev/null 2>&1
+}
