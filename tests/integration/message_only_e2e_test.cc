@@ -5,41 +5,29 @@
 // no row action; pgoutput gets a publication of no table. A pgoutput
 // publication that covers other tables is refused at start, and the
 // commands that read outbox rows (outbox-audit) refuse the configuration.
-#include "integration/relay_e2e_fixture.h"
+#include "integration/message_outbox_fixture.h"
 
 namespace outbox::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-class MessageOnlyE2ETest : public RelayE2ETest,
-                           public ::testing::WithParamInterface<std::string> {
+class MessageOnlyE2ETest : public MessageOutboxTest {
  protected:
   void SetUp() override {
-    RelayE2ETest::SetUp();
+    MessageOutboxTest::SetUp();
     if (HasFatalFailure()) return;
-    db_->Exec(
-        ReadFile(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox_emit.sql"));
-    prefix_ = UniqueName("only");
     orders_ = UniqueName("orders");
-    publication_ = slot_ + "_pub";
     db_->Exec("CREATE TABLE public." + orders_ +
               " (id bigint PRIMARY KEY, total numeric)");
     // No outbox table: the fixture's table stays in the database, written
     // to below, and must not be streamed.
-    extra_relay_args_ = {"--tables", "",
-                         "--set",    "postgres.plugin=" + GetParam(),
-                         "--set",    "postgres.publication=" + publication_,
-                         "--set",    "outbox.messages.enabled=true",
-                         "--set",    "outbox.messages.prefix=" + prefix_};
+    extra_relay_args_.insert(extra_relay_args_.end(), {"--tables", ""});
   }
 
   void TearDown() override {
-    RelayE2ETest::TearDown();
+    MessageOutboxTest::TearDown();
     if (db_ != nullptr) {
-      db_->Query("DROP PUBLICATION IF EXISTS " + publication_)
-          .status()
-          .IgnoreError();
       db_->Query("DROP TABLE IF EXISTS public." + orders_)
           .status()
           .IgnoreError();
@@ -47,9 +35,8 @@ class MessageOnlyE2ETest : public RelayE2ETest,
   }
 
   std::string Emit(int n, const std::string& key) {
-    return absl::StrCat("SELECT outbox_emit('", aggtype_, "', '", key,
-                        "', 'OrderPlaced', '{\"n\": ", n, "}', NULL, '", Id(n),
-                        "', '", prefix_, "');");
+    return MessageOutboxTest::Emit(Id(n), key, absl::StrCat("{\"n\": ", n, "}"),
+                                   "NULL", "OrderPlaced");
   }
   std::string Id(int n) {
     return absl::StrCat("00000000-0000-4000-8000-", 200000000000 + n);
@@ -66,7 +53,7 @@ class MessageOnlyE2ETest : public RelayE2ETest,
                         ", 9.5);");
   }
 
-  std::string prefix_, orders_, publication_;
+  std::string orders_;
 };
 
 TEST_P(MessageOnlyE2ETest, MessagesAreTheOnlyEventsAndRowsAreNotStreamed) {
@@ -98,16 +85,7 @@ TEST_P(MessageOnlyE2ETest, MessagesAreTheOnlyEventsAndRowsAreNotStreamed) {
   EXPECT_EQ(got[0].value, "{\"n\": 1}");
 
   // The slot passes the row-only transactions: nothing waits on them.
-  std::string target = db_->Scalar("SELECT pg_current_wal_lsn()");
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return db_->Scalar("SELECT confirmed_flush_lsn >= '" + target +
-                           "'::pg_lsn FROM pg_replication_slots WHERE "
-                           "slot_name = '" +
-                           slot_ + "'") == "t";
-      },
-      30000))
-      << relay_->Output();
+  ExpectConfirmedReachesCurrentWal(30000);
   EXPECT_TRUE(relay_->Running()) << relay_->Output();
   if (GetParam() == "pgoutput") {
     // Created by the relay, publishing no table.

@@ -7,7 +7,7 @@
 // through the slot, and /readyz fails while the walsender is SIGSTOPped.
 #include <signal.h>
 
-#include "integration/relay_e2e_fixture.h"
+#include "integration/message_outbox_fixture.h"
 #include "integration/relay_http.h"
 
 namespace outbox::testing {
@@ -15,30 +15,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class MessageOutboxE2ETest : public RelayE2ETest,
-                             public ::testing::WithParamInterface<std::string> {
+class MessageOutboxE2ETest : public MessageOutboxTest {
  protected:
-  void SetUp() override {
-    RelayE2ETest::SetUp();
-    if (HasFatalFailure()) return;
-    db_->Exec(
-        ReadFile(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox_emit.sql"));
-    prefix_ = UniqueName("msgs");
-    extra_relay_args_ = {"--set", "postgres.plugin=" + GetParam(),
-                         "--set", "postgres.publication=" + slot_ + "_pub",
-                         "--set", "outbox.messages.enabled=true",
-                         "--set", "outbox.messages.prefix=" + prefix_};
-  }
-
-  void TearDown() override {
-    RelayE2ETest::TearDown();
-    if (db_ != nullptr) {
-      db_->Query("DROP PUBLICATION IF EXISTS " + slot_ + "_pub")
-          .status()
-          .IgnoreError();
-    }
-  }
-
   // SQL that inserts an outbox row.
   std::string InsertRow(const std::string& id, const std::string& key,
                         const std::string& payload) {
@@ -46,18 +24,9 @@ class MessageOutboxE2ETest : public RelayE2ETest,
            " (id, aggregatetype, aggregateid, type, payload) VALUES ('" + id +
            "', '" + aggtype_ + "', '" + key + "', 'Row', '" + payload + "');";
   }
-  // SQL that emits an event with outbox_emit().
-  std::string Emit(const std::string& id, const std::string& key,
-                   const std::string& payload,
-                   const std::string& headers = "NULL") {
-    return "SELECT outbox_emit('" + aggtype_ + "', '" + key + "', 'Msg', '" +
-           payload + "', " + headers + ", '" + id + "', '" + prefix_ + "');";
-  }
   std::string Id(int n) {
     return absl::StrCat("00000000-0000-4000-8000-", 100000000000 + n);
   }
-
-  std::string prefix_;
 };
 
 TEST_P(MessageOutboxE2ETest, MessagesAndRowsArriveInCommitOrder) {
