@@ -5,8 +5,13 @@
 #   bench/debezium_compare.sh [DIR]
 #
 # Runs Debezium (bench/debezium.sh: Kafka Connect standalone, pgoutput,
-# string converters) and two outbox-relay instances (wal2json and pgoutput,
-# outbox.compatibility: debezium) side by side on one outbox table, writes
+# string converters) and two outbox-relay instances side by side on one
+# outbox table: one with wal2json, configured by hand with flags
+# (outbox.compatibility: debezium plus the phase's options), and one with
+# pgoutput, configured by `outbox-relay from-debezium` from the very
+# connector.properties Debezium runs (only its slot, topic prefix, brokers
+# and state directory overridden), so a migration by translating the
+# connector's configuration is what is checked. It writes
 # the same rows once (unicode, escapes, numbers, JSON null, SQL NULL,
 # 900 KB payloads, multi-row, rolled-back and savepoint transactions, an
 # insert deleted in its transaction, an UPDATE), and compares the topics:
@@ -19,9 +24,10 @@
 #            Both stamp records with their processing time, so timestamps
 #            are reported (largest difference), not compared.
 #   options  Debezium with table.fields.additional.placement (two headers)
-#            and table.field.event.timestamp (a timestamp column); the relay
-#            with the same outbox.fields and outbox.timestamp_column: the
-#            timestamps must match too.
+#            and table.field.event.timestamp (a timestamp column); the
+#            wal2json relay with the same outbox.fields and
+#            outbox.timestamp_column, the pgoutput relay with what
+#            from-debezium made of them: the timestamps must match too.
 #
 # Topics: Debezium writes outbox.event.<aggregatetype>, the relays
 # w2j.outbox.event.<aggregatetype> and pgo.outbox.event.<aggregatetype>
@@ -149,11 +155,10 @@ count() { consume "$@" | wc -l; }
 
 start_relay() {  # start_relay NAME SLOT PREFIX ARGS...
   local name=$1 slot=$2 prefix=$3; shift 3
-  "$relay_bin" --pg "$conninfo" --kafka "$OUTBOX_KAFKA_BROKERS" --slot "$slot" \
-    --tables public.outbox_cmp --topic "${prefix}outbox.event.{aggregatetype}" \
-    --set outbox.compatibility=debezium --set http.listen= \
+  "$relay_bin" "$@" --kafka "$OUTBOX_KAFKA_BROKERS" --slot "$slot" \
+    --topic "${prefix}outbox.event.{aggregatetype}" --set http.listen= \
     --set postgres.state_dir="$work/state-$name" --set log.progress_interval_s=0 \
-    "$@" >"$work/relay-$name.log" 2>&1 &
+    >"$work/relay-$name.log" 2>&1 &
   pids+=($!)
   wait_for 30 bash -c "[ \"\$(psql -qAt -c \"SELECT active FROM pg_replication_slots WHERE slot_name = '$slot'\")\" = t ]" ||
     die "relay $name did not stream: $(tail -3 "$work/relay-$name.log")"
@@ -167,9 +172,14 @@ phase() {  # phase NAME DEBEZIUM_CONNECTOR_LINES RELAY_ARGS...
   DEBEZIUM_SLOT=cmp_dbz DEBEZIUM_PUBLICATION=cmp_dbz_pub DEBEZIUM_TABLE=public.outbox_cmp \
     DEBEZIUM_HEAP="-Xms256m -Xmx1g" DEBEZIUM_CONNECTOR="$connector" \
     "$OUTBOX_ROOT/bench/debezium.sh" start "$work/debezium" >/dev/null
-  start_relay w2j cmp_w2j w2j. "$@"
-  start_relay pgo cmp_pgo pgo. --set postgres.plugin=pgoutput \
-    --set postgres.publication=cmp_relay_pub "$@"
+  start_relay w2j cmp_w2j w2j. --pg "$conninfo" --tables public.outbox_cmp \
+    --set outbox.compatibility=debezium "$@"
+  # The connector's own configuration, translated: nothing of the phase's
+  # relay flags is passed.
+  "$relay_bin" from-debezium "$work/debezium/connector.properties" \
+    >"$work/pgo-$name.yaml" 2>"$work/pgo-$name.notes" ||
+    die "from-debezium refused the connector: $(cat "$work/pgo-$name.notes")"
+  start_relay pgo cmp_pgo pgo. --config "$work/pgo-$name.yaml"
   local want; want=$(write_rows "$a" "$b") || die "could not write the rows"
   log "phase $name: $want events committed; waiting for all three"
   local deadline=$((SECONDS + 120))
@@ -211,8 +221,8 @@ ok = True
 print(f"phase {name}: Debezium {len(ref)} records (want {want})")
 if len(ref) != want:
     ok = False
-for plugin, path in zip(("wal2json", "pgoutput"), paths[1:]):
-    got = load(path, "w2j." if plugin == "wal2json" else "pgo.")
+for plugin, path in zip(("wal2json (flags)", "pgoutput (from-debezium)"), paths[1:]):
+    got = load(path, "w2j." if plugin.startswith("wal2json") else "pgo.")
     by_id = {event_id(r): r for r in got}
     diffs, ts_diffs, same_ts = [], [], 0
     if len(got) != len(ref):

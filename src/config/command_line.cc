@@ -93,6 +93,11 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
       if (absl::StartsWith(arg, "-") && arg.size() > 1) {
         return Error(absl::StrCat("unknown flag \"", arg, "\"; see --help"));
       }
+      if (cl.command == CommandLine::Command::kFromDebezium &&
+          cl.debezium_config.empty()) {
+        cl.debezium_config = std::string(arg);
+        continue;
+      }
       if (have_command) {
         return Error(absl::StrCat("unexpected argument \"", arg, "\""));
       }
@@ -102,9 +107,12 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
         cl.command = CommandLine::Command::kStatus;
       } else if (arg == "republish") {
         cl.command = CommandLine::Command::kRepublish;
+      } else if (arg == "from-debezium") {
+        cl.command = CommandLine::Command::kFromDebezium;
       } else {
         return Error(absl::StrCat("unknown command \"", arg,
-                                  "\"; expected run, status or republish"));
+                                  "\"; expected run, status, republish or "
+                                  "from-debezium"));
       }
       have_command = true;
       continue;
@@ -170,6 +178,12 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
     }
   }
   if (cl.help || cl.version) return cl;
+  if (cl.command == CommandLine::Command::kFromDebezium &&
+      cl.debezium_config.empty()) {
+    return Error(
+        "from-debezium needs the connector's configuration: a .properties "
+        "or .json file, or - for standard input");
+  }
   if (cl.command != CommandLine::Command::kRepublish) {
     if (!republish_flag.empty()) {
       return Error(
@@ -195,12 +209,16 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
 
 std::string HelpText(absl::string_view program) {
   std::string out = absl::StrCat(
-      "Usage: ", program, " [run|status|republish] [flags]\n\n", "Commands:\n",
+      "Usage: ", program,
+      " [run|status|republish|from-debezium FILE] [flags]\n\n", "Commands:\n",
       "  run        relay outbox rows to Kafka until stopped (default)\n",
       "  status     print the replication slot's position and lag, then exit\n",
       "  republish  produce the events of a time range (--since/--until, or\n",
       "             --all) that are in the outbox tables but in no Kafka\n",
-      "             record, as the relay would; never touches the slot\n\n",
+      "             record, as the relay would; never touches the slot\n",
+      "  from-debezium FILE\n",
+      "             print the configuration that gives the records of this\n",
+      "             Debezium connector (.properties or Connect REST .json)\n\n",
       "Flags (--flag VALUE or --flag=VALUE; later ones win):\n");
   for (const FlagSpec& f : kFlags) {
     std::string head =

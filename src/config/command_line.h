@@ -1,13 +1,16 @@
 // CommandLine: the parsed argv of outbox-relay and outbox-poller.
 //
-//   PROGRAM [run|status|republish] [--config FILE] [--pg CONNINFO] [--kafka
-//   BROKERS]
+//   PROGRAM [run|status|republish|from-debezium FILE] [--config FILE] [--pg
+//   CONNINFO] [--kafka BROKERS]
 //           [--slot NAME] [--tables a,b] [--topic TEMPLATE]
 //           [--set key.path=value]... [--help] [--version]
 //
 // republish (outbox-relay only) takes its range, --since TIMESTAMP [--until
 // TIMESTAMP] or --all, and --dry-run, --timeout-s S; without a range, or
 // with these flags on another command, the command line is refused.
+//
+// from-debezium (outbox-relay only) takes the Debezium connector's
+// configuration file ("-": standard input) and no other argument.
 //
 // Flags take `--flag value` or `--flag=value`. Overrides are kept in
 // command-line order and applied by LoadConfig() after the file, so the last
@@ -26,7 +29,7 @@
 namespace outbox {
 
 struct CommandLine {
-  enum class Command { kRun, kStatus, kRepublish };
+  enum class Command { kRun, kStatus, kRepublish, kFromDebezium };
 
   // The republish command's flags (relay/republish_command.h). Timestamps
   // are PostgreSQL timestamptz text, checked by the server.
@@ -56,6 +59,7 @@ struct CommandLine {
   bool version = false;
   std::vector<Override> overrides;
   Republish republish;
+  std::string debezium_config;  // from-debezium's file
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);

@@ -11,6 +11,7 @@
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
 #include "prometheus/registry.h"
+#include "relay/from_debezium_command.h"
 #include "relay/relay_metrics.h"
 #include "relay/republish_command.h"
 #include "relay/status_command.h"
@@ -80,6 +81,10 @@ int main(int argc, char** argv) {
   const Config* config = &start.config;
   if (start.command_line.command == CommandLine::Command::kStatus) {
     return RunStatusCommand(*config, stdout, stderr);
+  }
+  if (start.command_line.command == CommandLine::Command::kFromDebezium) {
+    return RunFromDebeziumCommand(start.command_line.debezium_config, stdout,
+                                  stderr);
   }
   if (start.command_line.command == CommandLine::Command::kRepublish) {
     return RunRepublishCommand(*config, start.command_line.republish, stdout,

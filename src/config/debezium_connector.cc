@@ -1,0 +1,526 @@
+#include "config/debezium_connector.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "simdjson.h"
+
+namespace outbox {
+namespace {
+
+constexpr absl::string_view kPostgresConnector =
+    "io.debezium.connector.postgresql.PostgresConnector";
+constexpr absl::string_view kEventRouter =
+    "io.debezium.transforms.outbox.EventRouter";
+constexpr absl::string_view kStringConverter =
+    "org.apache.kafka.connect.storage.StringConverter";
+constexpr absl::string_view kDefaultRegex = "(?<routedByValue>.*)";
+constexpr absl::string_view kRoutedByValue = "${routedByValue}";
+
+using Properties = std::map<std::string, std::string>;
+
+// Java properties: key=value or key: value, '#'/'!' comments, a trailing
+// '\' continues the line, "\x" is x.
+absl::StatusOr<Properties> ParseProperties(absl::string_view text) {
+  Properties out;
+  std::string logical;
+  auto finish = [&]() -> absl::Status {
+    absl::string_view line = absl::StripLeadingAsciiWhitespace(logical);
+    if (line.empty() || line[0] == '#' || line[0] == '!') return {};
+    std::string key, value;
+    bool in_key = true, skipping_separator = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (in_key && (c == '=' || c == ':')) {
+        in_key = false;
+        skipping_separator = true;
+        continue;
+      }
+      if (skipping_separator && (c == ' ' || c == '\t')) continue;
+      skipping_separator = false;
+      if (c == '\\' && i + 1 < line.size()) c = line[++i];
+      (in_key ? key : value).push_back(c);
+    }
+    key = std::string(absl::StripAsciiWhitespace(key));
+    if (in_key) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line \"", line, "\" is not key=value"));
+    }
+    out[key] = std::string(absl::StripTrailingAsciiWhitespace(value));
+    return {};
+  };
+  for (absl::string_view raw : absl::StrSplit(text, '\n')) {
+    absl::string_view line = absl::StripTrailingAsciiWhitespace(raw);
+    bool continued =
+        absl::EndsWith(line, "\\") && !absl::EndsWith(line, "\\\\");
+    if (continued) line.remove_suffix(1);
+    absl::StrAppend(&logical, logical.empty()
+                                  ? line
+                                  : absl::StripLeadingAsciiWhitespace(line));
+    if (continued) continue;
+    if (absl::Status s = finish(); !s.ok()) return s;
+    logical.clear();
+  }
+  if (absl::Status s = finish(); !s.ok()) return s;
+  return out;
+}
+
+// Kafka Connect REST: {"name": N, "config": {...}} or the config alone.
+// Values are strings in Connect; numbers and booleans are taken as text.
+absl::StatusOr<Properties> ParseJson(absl::string_view text) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto error = parser.parse(text.data(), text.size()).get(root)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not JSON: ", simdjson::error_message(error)));
+  }
+  simdjson::dom::object object;
+  if (root.get_object().get(object)) {
+    return absl::InvalidArgumentError("the JSON is not an object");
+  }
+  Properties out;
+  simdjson::dom::object config;
+  if (!object["config"].get_object().get(config)) {
+    std::string_view name;
+    if (!object["name"].get_string().get(name)) out["name"] = name;
+    object = config;
+  }
+  for (auto field : object) {
+    std::string key(field.key);
+    std::string_view s;
+    if (!field.value.get_string().get(s)) {
+      out[key] = std::string(s);
+    } else if (field.value.is_object() || field.value.is_array()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", key, "\" is not a string"));
+    } else {
+      out[key] = simdjson::minify(field.value);
+    }
+  }
+  return out;
+}
+
+// A YAML double-quoted scalar.
+std::string Quote(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+// A libpq conninfo value.
+std::string ConninfoValue(absl::string_view s) {
+  if (!s.empty() && s.find_first_of(" '\\") == absl::string_view::npos) {
+    return std::string(s);
+  }
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "'";
+}
+
+// A Debezium table.include.list entry that names one table
+// ("schema\.table" or "schema.table"), or nullopt when it is a pattern.
+std::optional<std::string> PlainTableName(absl::string_view entry) {
+  std::string name;
+  for (size_t i = 0; i < entry.size(); ++i) {
+    char c = entry[i];
+    if (c == '\\' && i + 1 < entry.size() && entry[i + 1] == '.') {
+      name.push_back('.');
+      ++i;
+    } else if (absl::ascii_isalnum(c) || c == '_' || c == '.') {
+      name.push_back(c);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (std::count(name.begin(), name.end(), '.') != 1) return std::nullopt;
+  return name;
+}
+
+// A topic template for route.topic.replacement under the default regex:
+// ${routedByValue} becomes {column}; braces double; nullopt when the
+// replacement refers to anything else.
+std::optional<std::string> TopicTemplate(absl::string_view replacement,
+                                         absl::string_view column) {
+  std::string out;
+  for (size_t i = 0; i < replacement.size(); ++i) {
+    if (absl::StartsWith(replacement.substr(i), kRoutedByValue)) {
+      absl::StrAppend(&out, "{", column, "}");
+      i += kRoutedByValue.size() - 1;
+      continue;
+    }
+    char c = replacement[i];
+    if (c == '$' || c == '\\') return std::nullopt;
+    if (c == '{' || c == '}') out.push_back(c);
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Keys that do not change an outbox record, each with why.
+const std::map<std::string, std::string>& IgnoredKeys() {
+  static const auto* keys = new std::map<std::string, std::string>{
+      {"tasks.max", "the relay is one process per slot"},
+      {"tombstones.on.delete", "the Event Router drops deletes"},
+      {"max.batch.size", "see limits.*"},
+      {"max.queue.size", "see limits.*"},
+      {"max.queue.size.in.bytes", "see limits.*"},
+      {"poll.interval.ms", "the relay streams without polling"},
+      {"slot.max.retries", "the relay reconnects with backoff"},
+      {"slot.retry.delay.ms", "the relay reconnects with backoff"},
+      {"retriable.restart.connector.wait.ms",
+       "see postgres.reconnect_backoff_*"},
+      {"database.tcpKeepAlive", "libpq keeps connections alive by default"},
+      {"decimal.handling.mode", "no effect on text and jsonb columns"},
+      {"time.precision.mode", "no effect on text and jsonb columns"},
+      {"binary.handling.mode", "no effect on text and jsonb columns"},
+      {"key.converter.schemas.enable", "see the converters note"},
+      {"value.converter.schemas.enable", "see the converters note"},
+      {"offset.flush.interval.ms",
+       "the relay confirms once Kafka acknowledged"},
+      {"heartbeat.interval.ms",
+       "Debezium's heartbeat topic is not produced; "
+       "postgres.heartbeat_interval_s measures the slot's round trip"},
+      {"heartbeat.action.query", "see heartbeat.interval.ms"},
+      {"provide.transaction.metadata",
+       "the relay produces no transaction-metadata topic"},
+      {"errors.tolerance", "see outbox.on_invalid"},
+      {"errors.log.enable", "the relay logs every poison event"},
+      {"errors.log.include.messages", "the relay logs every poison event"},
+  };
+  return *keys;
+}
+
+class Translator {
+ public:
+  explicit Translator(Properties p) : props_(std::move(p)) {}
+
+  absl::StatusOr<DebeziumTranslation> Run();
+
+ private:
+  std::optional<std::string> Take(const std::string& key) {
+    auto it = props_.find(key);
+    if (it == props_.end()) return std::nullopt;
+    std::string v = it->second;
+    props_.erase(it);
+    return v;
+  }
+  std::string TakeOr(const std::string& key, absl::string_view otherwise) {
+    return Take(key).value_or(std::string(otherwise));
+  }
+  void Line(absl::string_view text, absl::string_view from = "") {
+    std::string line(text);
+    if (!from.empty()) absl::StrAppend(&line, "  # ", from);
+    lines_.push_back(std::move(line));
+  }
+  void Note(std::string note) { notes_.push_back(std::move(note)); }
+  void Error(std::string error) { errors_.push_back(std::move(error)); }
+
+  void Connection();
+  void Tables();
+  void Router(const std::string& t);
+
+  Properties props_;
+  std::vector<std::string> lines_, notes_, errors_;
+  std::vector<std::string> tables_;
+};
+
+void Translator::Connection() {
+  std::vector<std::string> conninfo;
+  for (const auto& [key, name] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"database.hostname", "host"},
+           {"database.port", "port"},
+           {"database.user", "user"},
+           {"database.dbname", "dbname"},
+           {"database.sslmode", "sslmode"},
+           {"database.sslrootcert", "sslrootcert"},
+           {"database.sslcert", "sslcert"},
+           {"database.sslkey", "sslkey"}}) {
+    if (auto v = Take(key)) {
+      conninfo.push_back(absl::StrCat(name, "=", ConninfoValue(*v)));
+    }
+  }
+  for (const char* secret : {"database.password", "database.sslpassword"}) {
+    if (Take(secret)) {
+      Note(absl::StrCat(secret,
+                        " is not copied: give it as PGPASSWORD or in "
+                        "~/.pgpass (or add it to postgres.conninfo)"));
+    }
+  }
+  std::string plugin = TakeOr("plugin.name", "decoderbufs");
+  std::string slot = TakeOr("slot.name", "debezium");
+  std::string publication = TakeOr("publication.name", "dbz_publication");
+  std::string mode = TakeOr("publication.autocreate.mode", "all_tables");
+  Line("postgres:");
+  Line(absl::StrCat("  conninfo: ", Quote(absl::StrJoin(conninfo, " "))),
+       "database.*");
+  Line("  plugin: pgoutput", absl::StrCat("plugin.name=", plugin));
+  if (plugin == "pgoutput") {
+    Line(absl::StrCat("  slot: ", Quote(slot)), "slot.name");
+  } else {
+    Note(absl::StrCat(
+        "plugin.name ", plugin,
+        ": the relay reads pgoutput (or wal2json), and a slot keeps its "
+        "plugin: it uses a slot of its own, outbox_relay (README: Migrating "
+        "from Debezium, a new slot with an overlap)"));
+    Line("  slot: outbox_relay", "a new slot: see the notes");
+  }
+  if (mode == "filtered" || mode == "disabled") {
+    Line(absl::StrCat("  publication: ", Quote(publication)),
+         "publication.name");
+    Line(absl::StrCat("  create_publication: ",
+                      mode == "filtered" ? "true" : "false"),
+         absl::StrCat("publication.autocreate.mode=", mode));
+  } else if (mode == "all_tables") {
+    Note(absl::StrCat(
+        "publication.autocreate.mode all_tables (Debezium's default): ",
+        publication,
+        " publishes every table, which the relay refuses (their rows are not "
+        "outbox events); it uses a publication of the outbox tables, "
+        "outbox_relay, and creates it. When reusing Debezium's slot, create "
+        "it while Debezium still runs (CREATE PUBLICATION outbox_relay FOR "
+        "TABLE ",
+        absl::StrJoin(tables_, ", "),
+        " WITH (publish = 'insert')), so that the WAL the relay reads is "
+        "newer than the publication"));
+    Line("  publication: outbox_relay", "not all_tables: see the notes");
+  } else {
+    Error(absl::StrCat("publication.autocreate.mode ", mode,
+                       " is not filtered, disabled or all_tables"));
+  }
+  if (auto v = Take("status.update.interval.ms")) {
+    Line(absl::StrCat("  status_interval_ms: ", *v),
+         "status.update.interval.ms");
+  }
+  for (const char* key : {"slot.drop.on.stop", "slot.stream.params"}) {
+    if (auto v = Take(key)) {
+      Error(absl::StrCat(key, "=", *v, " has no counterpart"));
+    }
+  }
+}
+
+void Translator::Tables() {
+  std::optional<std::string> list = Take("table.include.list");
+  if (!list.has_value()) {
+    Error("table.include.list is missing: name the outbox tables");
+    return;
+  }
+  for (absl::string_view entry :
+       absl::StrSplit(*list, ',', absl::SkipWhitespace())) {
+    entry = absl::StripAsciiWhitespace(entry);
+    std::optional<std::string> name = PlainTableName(entry);
+    if (!name.has_value()) {
+      Error(absl::StrCat("table.include.list entry \"", entry,
+                         "\" is a pattern: list each outbox table by name"));
+      continue;
+    }
+    tables_.push_back(*name);
+  }
+}
+
+void Translator::Router(const std::string& t) {
+  const std::string id = TakeOr(t + "table.field.event.id", "id");
+  const std::string key = TakeOr(t + "table.field.event.key", "aggregateid");
+  const std::string payload =
+      TakeOr(t + "table.field.event.payload", "payload");
+  const std::string by = TakeOr(t + "route.by.field", "aggregatetype");
+  const std::string regex = TakeOr(t + "route.topic.regex", kDefaultRegex);
+  const std::string replacement =
+      TakeOr(t + "route.topic.replacement", "outbox.event.${routedByValue}");
+  Line(absl::StrCat("  columns: {id: ", Quote(id), ", aggregatetype: ",
+                    Quote(by), ", payload: ", Quote(payload), "}"),
+       "table.field.event.id, route.by.field, table.field.event.payload");
+  Line(absl::StrCat("  key: ", Quote(key)), "table.field.event.key");
+  std::optional<std::string> topic =
+      regex == kDefaultRegex ? TopicTemplate(replacement, by) : std::nullopt;
+  if (topic.has_value()) {
+    Line(absl::StrCat("  topic: ", Quote(*topic)), "route.topic.replacement");
+  } else {
+    Line(absl::StrCat("  topic_regex: ", Quote(regex)), "route.topic.regex");
+    Line(absl::StrCat("  topic_replacement: ", Quote(replacement)),
+         "route.topic.replacement");
+  }
+  if (auto v = Take(t + "table.field.event.timestamp")) {
+    Line(absl::StrCat("  timestamp_column: ", Quote(*v)),
+         "table.field.event.timestamp");
+  }
+  if (auto v = Take(t + "table.field.event.schema.version")) {
+    Line(absl::StrCat("  schema_version_column: ", Quote(*v)),
+         "table.field.event.schema.version");
+  }
+  if (auto v = Take(t + "table.fields.additional.placement")) {
+    Line(absl::StrCat("  fields: ", Quote(*v)),
+         "table.fields.additional.placement");
+  }
+  if (TakeOr(t + "table.expand.json.payload", "false") == "true") {
+    Line("  expand_json_payload: true", "table.expand.json.payload");
+    Note(
+        "table.expand.json.payload: the relay compacts the payload's JSON; "
+        "Debezium's bytes differ with a JsonConverter (README: What it does "
+        "not make identical)");
+  }
+  if (TakeOr(t + "route.tombstone.on.empty.payload", "false") == "true") {
+    Line("  tombstone_on_empty_payload: true",
+         "route.tombstone.on.empty.payload");
+  }
+  std::optional<std::string> invalid = Take(t + "table.op.invalid.behavior");
+  if (!invalid.has_value()) invalid = Take(t + "debezium.op.invalid.behavior");
+  if (!invalid.has_value()) {
+    Note(
+        "table.op.invalid.behavior is not set (Debezium: warn): the relay's "
+        "on_update ignore does not decode UPDATEs at all; set "
+        "outbox.on_update: warn to log them as Debezium did");
+  } else if (*invalid == "warn" || *invalid == "error") {
+    Line(absl::StrCat("  on_update: ", *invalid), "table.op.invalid.behavior");
+  } else if (*invalid == "fatal") {
+    Line("  on_update: halt", "table.op.invalid.behavior=fatal");
+  } else {
+    Error(absl::StrCat("table.op.invalid.behavior ", *invalid,
+                       " is not warn, error or fatal"));
+  }
+  if (TakeOr(t + "table.fields.additional.error.on.missing", "true") !=
+      "true") {
+    Error(
+        "table.fields.additional.error.on.missing=false has no counterpart: a "
+        "placed column missing from a row is a poison event");
+  }
+  if (TakeOr(t + "table.json.payload.null.behavior", "ignore") != "ignore") {
+    Error("table.json.payload.null.behavior has no counterpart but ignore");
+  }
+}
+
+absl::StatusOr<DebeziumTranslation> Translator::Run() {
+  std::string connector = TakeOr("connector.class", "");
+  if (connector != kPostgresConnector) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "connector.class is \"", connector, "\", not ", kPostgresConnector));
+  }
+  const std::string name = TakeOr("name", "");
+  Tables();
+  std::vector<std::string> routers;
+  for (absl::string_view t :
+       absl::StrSplit(TakeOr("transforms", ""), ',', absl::SkipWhitespace())) {
+    t = absl::StripAsciiWhitespace(t);
+    std::string type = TakeOr(absl::StrCat("transforms.", t, ".type"), "");
+    if (type == kEventRouter) {
+      routers.emplace_back(t);
+    } else {
+      Error(absl::StrCat("transform ", t, " (", type,
+                         ") has no counterpart: the relay applies the Event "
+                         "Router only"));
+    }
+  }
+  if (routers.size() != 1) {
+    Error(absl::StrCat("want one ", kEventRouter, " transform, found ",
+                       routers.size()));
+  }
+  Line(
+      absl::StrCat("# outbox-relay configuration translated from the "
+                   "Debezium connector",
+                   name.empty() ? "" : absl::StrCat(" \"", name, "\""),
+                   " by outbox-relay from-debezium."));
+  Line("# Each line names the Debezium key it comes from; notes at the end.");
+  Connection();
+  Line("kafka:");
+  Line("  brokers: \"127.0.0.1:9092\"",
+       "the Connect worker's bootstrap.servers (not in a connector config)");
+  Line("outbox:");
+  Line("  compatibility: debezium");
+  Line("  debezium:");
+  Line(absl::StrCat("    connector_logical_name: ",
+                    Quote(TakeOr("topic.prefix", "dbz"))),
+       "topic.prefix");
+  Line(absl::StrCat("  tables: [",
+                    absl::StrJoin(tables_, ", ",
+                                  [](std::string* out, const std::string& s) {
+                                    absl::StrAppend(out, Quote(s));
+                                  }),
+                    "]"),
+       "table.include.list");
+  if (routers.size() == 1) Router(absl::StrCat("transforms.", routers[0], "."));
+
+  std::string snapshot = TakeOr("snapshot.mode", "initial");
+  if (snapshot != "no_data" && snapshot != "never") {
+    Note(absl::StrCat(
+        "snapshot.mode ", snapshot,
+        ": the relay takes no snapshot; rows in the outbox tables before its "
+        "slot was created are not published (outbox-relay republish --all "
+        "re-publishes them)"));
+  }
+  bool converters_noted = false;
+  for (const char* key : {"key.converter", "value.converter"}) {
+    std::optional<std::string> v = Take(key);
+    if (v.has_value() && *v != kStringConverter) {
+      Error(absl::StrCat(key, " ", *v,
+                         ": the relay writes what Debezium's StringConverter "
+                         "writes, other bytes than this converter's"));
+      converters_noted = true;
+    }
+  }
+  if (!converters_noted) {
+    Note(
+        "converters: the relay's keys and values are the bytes Debezium "
+        "writes with a StringConverter (a worker that used JsonConverter "
+        "wrote other bytes)");
+  }
+  std::vector<std::string> unknown;
+  for (const auto& [key, value] : props_) {
+    auto ignored = IgnoredKeys().find(key);
+    if (ignored != IgnoredKeys().end()) {
+      Note(absl::StrCat(key, "=", value,
+                        " is not translated: ", ignored->second));
+    } else if (absl::StartsWith(key, "errors.") ||
+               absl::StartsWith(key, "signal.") ||
+               absl::StartsWith(key, "notification.") ||
+               absl::StartsWith(key, "offset.")) {
+      Note(absl::StrCat(key,
+                        " is not translated (Kafka Connect or Debezium "
+                        "operations, no effect on records)"));
+    } else {
+      unknown.push_back(key);
+    }
+  }
+  if (!unknown.empty()) {
+    Error(absl::StrCat("no counterpart for ", absl::StrJoin(unknown, ", ")));
+  }
+  if (!errors_.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot translate: ", absl::StrJoin(errors_, "; "),
+                     " (README: Migrating from Debezium)"));
+  }
+  DebeziumTranslation out;
+  out.yaml = absl::StrJoin(lines_, "\n");
+  out.yaml += "\n";
+  if (!notes_.empty()) out.yaml += "# Notes:\n";
+  for (const std::string& note : notes_) {
+    absl::StrAppend(&out.yaml, "# - ", note, "\n");
+  }
+  out.notes = std::move(notes_);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<DebeziumTranslation> TranslateDebeziumConnector(
+    absl::string_view text) {
+  absl::string_view start = absl::StripLeadingAsciiWhitespace(text);
+  absl::StatusOr<Properties> props = !start.empty() && start[0] == '{'
+                                         ? ParseJson(text)
+                                         : ParseProperties(text);
+  if (!props.ok()) return props.status();
+  return Translator(std::move(*props)).Run();
+}
+
+}  // namespace outbox

@@ -1,0 +1,217 @@
+// TranslateDebeziumConnector: a Debezium connector configuration becomes an
+// outbox-relay configuration that loads and means the same records; keys
+// with no counterpart are refused together, in one line; the rest become
+// notes.
+#include "config/debezium_connector.h"
+
+#include "config/config.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace outbox {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// What bench/debezium.sh writes, with the defaults filled in.
+constexpr char kBenchConnector[] = R"(name=outbox
+connector.class=io.debezium.connector.postgresql.PostgresConnector
+tasks.max=1
+database.hostname=db.internal
+database.port=5433
+database.user=outbox
+database.password=s3cret
+database.dbname=app
+topic.prefix=dbz
+plugin.name=pgoutput
+slot.name=debezium
+publication.name=dbz_publication
+publication.autocreate.mode=filtered
+table.include.list=public.outbox
+snapshot.mode=no_data
+tombstones.on.delete=false
+transforms=outbox
+transforms.outbox.type=io.debezium.transforms.outbox.EventRouter
+transforms.outbox.route.by.field=aggregatetype
+transforms.outbox.route.topic.replacement=outbox.event.${routedByValue}
+transforms.outbox.table.field.event.key=aggregateid
+transforms.outbox.table.field.event.payload=payload
+)";
+
+Config Load(const DebeziumTranslation& t) {
+  absl::StatusOr<Config> c = ParseConfigYaml(t.yaml, "translation");
+  EXPECT_TRUE(c.ok()) << c.status() << "\n" << t.yaml;
+  return c.ok() ? *c : Config{};
+}
+
+TEST(DebeziumConnectorTest, TheBenchConnectorTranslatesToTheSameRecords) {
+  auto t = TranslateDebeziumConnector(kBenchConnector);
+  ASSERT_TRUE(t.ok()) << t.status();
+  Config c = Load(*t);
+  EXPECT_EQ(c.postgres.conninfo,
+            "host=db.internal port=5433 user=outbox dbname=app");
+  EXPECT_EQ(c.postgres.plugin, "pgoutput");
+  EXPECT_EQ(c.postgres.slot, "debezium");
+  EXPECT_EQ(c.postgres.publication, "dbz_publication");
+  EXPECT_TRUE(c.postgres.create_publication);
+  EXPECT_EQ(c.outbox.compatibility, Compatibility::kDebezium);
+  EXPECT_EQ(c.outbox.debezium.connector_logical_name, "dbz");
+  ASSERT_EQ(c.outbox.tables.size(), 1u);
+  const OutboxTable& table = c.outbox.tables[0];
+  EXPECT_EQ(table.QualifiedName(), "public.outbox");
+  EXPECT_EQ(table.topic, "outbox.event.{aggregatetype}");
+  EXPECT_EQ(table.key, "aggregateid");
+  EXPECT_EQ(table.columns.id, "id");
+  EXPECT_EQ(table.columns.payload, "payload");
+  EXPECT_EQ(c.outbox.on_update, OnUpdate::kIgnore);
+  // The password is never copied, and says so.
+  EXPECT_THAT(t->yaml, Not(HasSubstr("s3cret")));
+  EXPECT_THAT(t->notes, testing::Contains(HasSubstr("database.password")));
+  EXPECT_THAT(t->yaml, HasSubstr("# - database.password is not copied"));
+}
+
+TEST(DebeziumConnectorTest, EveryEventRouterOptionFromConnectRestJson) {
+  auto t = TranslateDebeziumConnector(R"({
+    "name": "orders-outbox",
+    "config": {
+      "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+      "database.hostname": "db", "database.port": 5432,
+      "database.user": "o b", "database.dbname": "shop",
+      "database.sslmode": "require",
+      "topic.prefix": "shop", "plugin.name": "pgoutput",
+      "slot.name": "orders_slot", "publication.name": "orders_pub",
+      "publication.autocreate.mode": "disabled",
+      "table.include.list": "billing\\.outbox, public.outbox",
+      "snapshot.mode": "never",
+      "status.update.interval.ms": "2000",
+      "transforms": "unwrap",
+      "transforms.unwrap.type": "io.debezium.transforms.outbox.EventRouter",
+      "transforms.unwrap.table.field.event.id": "event_id",
+      "transforms.unwrap.table.field.event.key": "agg_id",
+      "transforms.unwrap.table.field.event.payload": "body",
+      "transforms.unwrap.route.by.field": "kind",
+      "transforms.unwrap.route.topic.regex": "(?<kind>[a-z]+)_v\\d+",
+      "transforms.unwrap.route.topic.replacement": "events.${kind}",
+      "transforms.unwrap.table.field.event.timestamp": "occurred_at",
+      "transforms.unwrap.table.field.event.schema.version": "sv",
+      "transforms.unwrap.table.fields.additional.placement": "type:header:eventType,shard:partition",
+      "transforms.unwrap.table.expand.json.payload": "true",
+      "transforms.unwrap.route.tombstone.on.empty.payload": "true",
+      "transforms.unwrap.table.op.invalid.behavior": "fatal"
+    }})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  Config c = Load(*t);
+  EXPECT_EQ(c.postgres.conninfo,
+            "host=db port=5432 user='o b' dbname=shop sslmode=require");
+  EXPECT_EQ(c.postgres.slot, "orders_slot");
+  EXPECT_EQ(c.postgres.publication, "orders_pub");
+  EXPECT_FALSE(c.postgres.create_publication);
+  EXPECT_EQ(c.postgres.status_interval_ms, 2000);
+  EXPECT_EQ(c.outbox.debezium.connector_logical_name, "shop");
+  ASSERT_EQ(c.outbox.tables.size(), 2u);
+  EXPECT_EQ(c.outbox.tables[0].QualifiedName(), "billing.outbox");
+  EXPECT_EQ(c.outbox.tables[1].QualifiedName(), "public.outbox");
+  EXPECT_EQ(c.outbox.tables[1].columns.id, "event_id");
+  EXPECT_EQ(c.outbox.tables[1].columns.aggregatetype, "kind");
+  EXPECT_EQ(c.outbox.tables[1].columns.payload, "body");
+  EXPECT_EQ(c.outbox.tables[1].key, "agg_id");
+  EXPECT_EQ(c.outbox.topic_regex, "(?<kind>[a-z]+)_v\\d+");
+  EXPECT_EQ(c.outbox.topic_replacement, "events.${kind}");
+  EXPECT_EQ(c.outbox.timestamp_column, "occurred_at");
+  EXPECT_EQ(c.outbox.schema_version_column, "sv");
+  EXPECT_EQ(c.outbox.fields, "type:header:eventType,shard:partition");
+  EXPECT_TRUE(c.outbox.expand_json_payload);
+  EXPECT_TRUE(c.outbox.tombstone_on_empty_payload);
+  EXPECT_EQ(c.outbox.on_update, OnUpdate::kHalt);
+  EXPECT_THAT(t->notes,
+              testing::Contains(HasSubstr("table.expand.json.payload")));
+  EXPECT_THAT(t->yaml, HasSubstr("\"orders-outbox\""));
+}
+
+TEST(DebeziumConnectorTest, ALiteralTopicKeepsItsBracesAndWarnMapsToWarn) {
+  std::string text = kBenchConnector;
+  text += "transforms.outbox.route.topic.replacement=ev.{x}.${routedByValue}\n";
+  text += "transforms.outbox.table.op.invalid.behavior=warn\n";
+  auto t = TranslateDebeziumConnector(text);
+  ASSERT_TRUE(t.ok()) << t.status();
+  Config c = Load(*t);
+  EXPECT_EQ(c.outbox.tables[0].topic, "ev.{{x}}.{aggregatetype}");
+  EXPECT_EQ(c.outbox.on_update, OnUpdate::kWarn);
+}
+
+TEST(DebeziumConnectorTest, DebeziumDefaultsBecomeNotes) {
+  // No plugin.name (decoderbufs), no autocreate mode (all_tables), no
+  // snapshot.mode (initial): each is a note, with a relay-side choice.
+  auto t = TranslateDebeziumConnector(
+      "connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
+      "table.include.list=public.outbox\n"
+      "transforms=o\n"
+      "transforms.o.type=io.debezium.transforms.outbox.EventRouter\n"
+      "heartbeat.interval.ms=10000\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  Config c = Load(*t);
+  EXPECT_EQ(c.postgres.slot, "outbox_relay");
+  EXPECT_EQ(c.postgres.publication, "outbox_relay");
+  EXPECT_THAT(t->notes, testing::Contains(HasSubstr("decoderbufs")));
+  EXPECT_THAT(t->notes, testing::Contains(HasSubstr(
+                            "CREATE PUBLICATION outbox_relay FOR TABLE "
+                            "public.outbox WITH (publish = 'insert')")));
+  EXPECT_THAT(t->notes, testing::Contains(HasSubstr("snapshot.mode initial")));
+  EXPECT_THAT(t->notes,
+              testing::Contains(HasSubstr("heartbeat.interval.ms=10000")));
+}
+
+TEST(DebeziumConnectorTest, WhatHasNoCounterpartIsRefusedInOneLine) {
+  std::string text = kBenchConnector;
+  text +=
+      "transforms=outbox,mask\n"
+      "transforms.mask.type=org.apache.kafka.connect.transforms.MaskField$"
+      "Value\n"
+      "table.include.list=public.outbox_.*\n"
+      "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
+      "transforms.outbox.tracing.span.context.field=span\n"
+      "column.exclude.list=public.outbox.secret\n";
+  auto t = TranslateDebeziumConnector(text);
+  ASSERT_FALSE(t.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(t.status()));
+  const std::string m(t.status().message());
+  EXPECT_THAT(m, HasSubstr("transform mask"));
+  EXPECT_THAT(m, HasSubstr("\"public.outbox_.*\" is a pattern"));
+  EXPECT_THAT(m, HasSubstr("value.converter"));
+  EXPECT_THAT(m, HasSubstr("no counterpart for column.exclude.list, "
+                           "transforms.outbox.tracing.span.context.field"));
+  EXPECT_THAT(m, Not(HasSubstr("\n")));
+}
+
+TEST(DebeziumConnectorTest, NotAPostgresConnectorOrNotParseable) {
+  auto mysql = TranslateDebeziumConnector(
+      "connector.class=io.debezium.connector.mysql.MySqlConnector\n");
+  ASSERT_FALSE(mysql.ok());
+  EXPECT_THAT(std::string(mysql.status().message()),
+              HasSubstr("not io.debezium.connector.postgresql"));
+  EXPECT_FALSE(TranslateDebeziumConnector("{\"config\": [1]").ok());
+  auto bad = TranslateDebeziumConnector("just words\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("key=value"));
+}
+
+TEST(DebeziumConnectorTest, PropertiesSyntax) {
+  // "key: value", comments, continuation lines and escapes.
+  auto t = TranslateDebeziumConnector(
+      "# a comment\n! another\n"
+      "connector.class: io.debezium.connector.postgresql.PostgresConnector\n"
+      "table.include.list = public.outbox,\\\n    billing.outbox\n"
+      "transforms=o\n"
+      "transforms.o.type=io.debezium.transforms.outbox.EventRouter\n"
+      "transforms.o.route.topic.replacement=a\\=b.${routedByValue}\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  Config c = Load(*t);
+  ASSERT_EQ(c.outbox.tables.size(), 2u);
+  EXPECT_EQ(c.outbox.tables[1].QualifiedName(), "billing.outbox");
+  EXPECT_EQ(c.outbox.tables[0].topic, "a=b.{aggregatetype}");
+}
+
+}  // namespace
+}  // namespace outbox
