@@ -137,7 +137,10 @@ TEST(CommandLineTest, Errors) {
 
 TEST(CommandLineTest, HelpTextListsFlagsAndCommands) {
   std::string help = HelpText("outbox-poller");
-  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [run|status|republish|from-debezium FILE]"));
+  EXPECT_THAT(
+      help,
+      HasSubstr(
+          "Usage: outbox-poller [run|status|republish|from-debezium FILE]"));
   for (const char* flag : {"--config FILE", "--pg CONNINFO", "--kafka BROKERS",
                            "--slot NAME", "--tables A,B", "--topic TEMPLATE",
                            "--set KEY=VALUE", "--help", "--version"}) {
