@@ -9,8 +9,9 @@
 # outbox table: one with wal2json, configured by hand with flags
 # (outbox.compatibility: debezium plus the phase's options), and one with
 # pgoutput, configured by `outbox-relay from-debezium` from the very
-# connector.properties Debezium runs (only its slot, topic prefix, brokers
-# and state directory overridden), so a migration by translating the
+# connector.properties Debezium runs (only its slot, topic prefix, brokers,
+# state directory, HTTP listener and progress log overridden), so a
+# migration by translating the
 # connector's configuration is what is checked. It writes
 # the same rows once (unicode, escapes, numbers, JSON null, SQL NULL,
 # 900 KB payloads, multi-row, rolled-back and savepoint transactions, an
