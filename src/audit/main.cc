@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "audit/audit_flags.h"
 #include "audit/audit_sources.h"
 #include "common/progress.h"
 #include "config/command_line.h"
@@ -51,15 +52,14 @@ int main(int argc, char** argv) {
           "usage: outbox-audit [--config FILE] [--pg CONNINFO] [--kafka "
           "BROKERS]\n"
           "                    [--tables A,B] [--topic TEMPLATE] [--set "
-          "key=value]\n"
-          "                    [--max-duplicates N] [--json] [--timeout-s "
-          "S]\n"
-          "                    [--read-committed]\n"
+          "key=value] [flags]\n"
           "Compares the outbox tables with Kafka: missing, duplicates, "
           "unknown,\nmisrouted and per-key order violations. Exit 0 = pass, "
-          "1 = fail.\n--read-committed reads only committed Kafka transactions "
-          "(kafka.exactly_once)\nand fails on any duplicate unless "
-          "--max-duplicates says otherwise.");
+          "1 = fail.\nFlags:");
+      for (const AuditFlag& f : kAuditFlags) {
+        printf("  --%s%s%s\n      %s\n", f.name, *f.arg ? " " : "", f.arg,
+               f.help);
+      }
       return 0;
     } else {
       rest.push_back(argv[i]);

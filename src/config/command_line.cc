@@ -12,15 +12,8 @@
 namespace outbox {
 namespace {
 
-struct FlagSpec {
-  absl::string_view name;  // without "--"
-  absl::string_view arg;   // empty: takes no value
-  absl::string_view path;  // override path; empty: handled by the parser
-  absl::string_view help;
-};
-
 // Every flag; ParseCommandLine() and HelpText() both read this.
-constexpr FlagSpec kFlags[] = {
+constexpr CommandLineFlag kFlags[] = {
     {"config", "FILE", "", "YAML configuration file (keys below)"},
     {"pg", "CONNINFO", "postgres.conninfo", "same as --set postgres.conninfo="},
     {"kafka", "BROKERS", "kafka.brokers", "same as --set kafka.brokers="},
@@ -45,8 +38,8 @@ constexpr FlagSpec kFlags[] = {
     {"version", "", "", "print the version and exit"},
 };
 
-const FlagSpec* FindFlag(absl::string_view name) {
-  for (const FlagSpec& f : kFlags) {
+const CommandLineFlag* FindFlag(absl::string_view name) {
+  for (const CommandLineFlag& f : kFlags) {
     if (f.name == name) return &f;
   }
   return nullptr;
@@ -77,6 +70,8 @@ void AppendWrapped(std::string* out, absl::string_view text, size_t indent,
 }
 
 }  // namespace
+
+absl::Span<const CommandLineFlag> CommandLineFlags() { return kFlags; }
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   CommandLine cl;
@@ -120,7 +115,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
     std::pair<absl::string_view, absl::string_view> name_value =
         absl::StrSplit(arg, absl::MaxSplits('=', 1));
     const bool inline_value = absl::StrContains(arg, '=');
-    const FlagSpec* flag = FindFlag(name_value.first);
+    const CommandLineFlag* flag = FindFlag(name_value.first);
     if (flag == nullptr) {
       return Error(absl::StrCat("unknown flag \"--", name_value.first,
                                 "\"; see --help"));
@@ -220,7 +215,7 @@ std::string HelpText(absl::string_view program) {
       "             print the configuration that gives the records of this\n",
       "             Debezium connector (.properties or Connect REST .json)\n\n",
       "Flags (--flag VALUE or --flag=VALUE; later ones win):\n");
-  for (const FlagSpec& f : kFlags) {
+  for (const CommandLineFlag& f : kFlags) {
     std::string head =
         absl::StrCat("  --", f.name, f.arg.empty() ? "" : " ", f.arg);
     absl::StrAppend(&out, head, "\n");
@@ -229,10 +224,8 @@ std::string HelpText(absl::string_view program) {
   absl::StrAppend(&out,
                   "\nConfiguration keys (YAML path = default; the same paths "
                   "work with --set):\n");
-  Config defaults;
   for (const ConfigKey& key : ConfigKeys()) {
-    std::string def = key.global != nullptr ? RenderField(key.global(defaults))
-                                            : std::string(key.default_text);
+    std::string def = KeyDefault(key);
     absl::StrAppend(&out, "  ", key.path, " = ", def, "\n");
     AppendWrapped(&out, key.description, 6, 78);
   }

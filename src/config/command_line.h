@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace outbox {
 
@@ -63,6 +64,18 @@ struct CommandLine {
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
+
+// One flag of the command line; ParseCommandLine(), HelpText() and the
+// generated CLI reference (outbox-docgen) all read the same table.
+struct CommandLineFlag {
+  absl::string_view name;  // without "--"
+  absl::string_view arg;   // empty: takes no value
+  absl::string_view path;  // override path; empty: handled by the parser
+  absl::string_view help;  // "republish: ..." for the republish command's
+};
+
+// Every flag, in --help order.
+absl::Span<const CommandLineFlag> CommandLineFlags();
 
 // Usage, commands, flags, then every config key with its default and
 // description (generated from the key table).
