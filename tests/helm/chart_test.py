@@ -16,12 +16,13 @@ For the default values and every tests/helm/values/*.yaml: `helm lint
     security context (uid 10001, read-only root, no capabilities), grace
     period above kafka.flush_timeout_ms, http.listen on 0.0.0.0, every
     ${VAR} of the config provided by env or a Secret, selectors that
-    match, the dashboard ConfigMap equal to docker/grafana's JSON.
+    match, the dashboard ConfigMap equal to docker/grafana's JSON;
+  * each rendered relay config accepted by outbox-relay's own parser.
 Then every tests/helm/invalid/*.yaml must FAIL (at render or a check) with
 the text its `# expect:` line names, and a copy of the tree whose docker
 rules file gained an alert (or a broken rule) must render it (or fail).
 
-Usage: chart_test.py --helm HELM --promtool PROMTOOL --repo ROOT
+Usage: chart_test.py --helm HELM --promtool PROMTOOL --repo ROOT --relay BIN
 Run with the Python of the venv setup.sh makes (kubernetes-validate).
 """
 import argparse
@@ -144,12 +145,16 @@ PROMETHEUS_RULE_SCHEMA = {
 
 # resource.Quantity's syntax (the JSON schemas only say "string").
 QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+# Keys INTERFACES.md assigns to branch i25-ha. Until the relay knows them,
+# its own check of a rendered config runs without them (and says so).
+PENDING_KEYS = {("postgres", "slot_marker"), ("postgres", "standby_retry_ms")}
 VAR_RE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 
 
 class Tools:
-    def __init__(self, helm, promtool, repo):
-        self.helm, self.promtool, self.repo = helm, promtool, repo
+    def __init__(self, helm, promtool, repo, relay):
+        self.helm, self.promtool, self.repo, self.relay = helm, promtool, repo, relay
+        self.notes = set()
 
     def run(self, cmd, **kw):
         return subprocess.run(cmd, capture_output=True, text=True, **kw)
@@ -180,6 +185,36 @@ def pod_specs(docs):
     for d in docs:
         if d["kind"] in ("Deployment", "StatefulSet"):
             yield d, d["spec"]["template"]["spec"]
+
+
+def check_config(tools, text):
+    """The relay's own parser over a rendered config: `outbox-relay status`
+    exits 2 on a bad config, before it connects (here to a closed port, so
+    it then fails with 1). Every ${VAR} gets a dummy value."""
+    env = dict(os.environ)
+    for m in VAR_RE.finditer(text):
+        if m.group(1):
+            env[m.group(1)] = "dummy"
+    cfg = yaml.safe_load(text)
+    for attempt in (0, 1):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            yaml.safe_dump(cfg, f)
+            f.flush()
+            r = tools.run([tools.relay, "status", "--config", f.name, "--set",
+                           "postgres.conninfo=host=127.0.0.1 port=1 dbname=x connect_timeout=1"],
+                          env=env, timeout=60)
+        err = (r.stdout + r.stderr).strip()
+        if r.returncode != 2:
+            return []
+        pending = [k for k in PENDING_KEYS if 'unknown key "%s.%s"' % k in err]
+        if attempt == 0 and pending:
+            tools.notes.add("this outbox-relay lacks %s (branch i25-ha): configs checked without them"
+                            % ", ".join(sorted(".".join(k) for k in PENDING_KEYS)))
+            for section, key in PENDING_KEYS:
+                cfg.get(section, {}).pop(key, None)
+            continue
+        return ["outbox-relay refuses the rendered config: " + err.splitlines()[-1]]
+    return []
 
 
 def check_rules(tools, repo, groups):
@@ -272,6 +307,7 @@ def validate(tools, repo, docs):
             continue
         text = cm["data"]["relay.yaml"]
         cfg = yaml.safe_load(text)
+        errors += ["%s: %s" % (what, e) for e in check_config(tools, text)]
         listen = cfg.get("http", {}).get("listen", "")
         if listen != "0.0.0.0:%d" % ports.get("http", -1):
             errors.append("%s: http.listen %r is not 0.0.0.0:<the http port>" % (what, listen))
@@ -363,9 +399,10 @@ def main():
     ap.add_argument("--helm", required=True)
     ap.add_argument("--promtool", required=True)
     ap.add_argument("--repo", required=True)
+    ap.add_argument("--relay", required=True, help="the outbox-relay binary")
     a = ap.parse_args()
     repo = os.path.abspath(a.repo)
-    tools = Tools(a.helm, a.promtool, repo)
+    tools = Tools(a.helm, a.promtool, repo, a.relay)
     chart = os.path.join(repo, CHART)
     here = os.path.join(repo, "tests/helm")
     failures = []
@@ -457,6 +494,8 @@ def main():
         else:
             fail("a broken rule in docker/prometheus was not refused (errors: %s)" % errs)
 
+    for note in sorted(tools.notes):
+        print("note " + note)
     print("%d failure(s), %.1f s" % (len(failures), time.monotonic() - started))
     return 1 if failures else 0
 
