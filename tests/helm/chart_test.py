@@ -80,50 +80,46 @@ _STR_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 _DURATION = {"type": "string",
              "pattern": r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?"
                         r"(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"}
-SERVICE_MONITOR_SCHEMA = {
-    "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
+
+
+def _crd(kind, spec):
+    """A monitoring.coreos.com/v1 object of this kind and spec schema."""
+    return {"type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
+            "additionalProperties": False,
+            "properties": {"apiVersion": {"const": "monitoring.coreos.com/v1"},
+                           "kind": {"const": kind}, "metadata": _META, "spec": spec}}
+
+
+SERVICE_MONITOR_SCHEMA = _crd("ServiceMonitor", {
+    "type": "object", "required": ["selector", "endpoints"],
     "additionalProperties": False,
     "properties": {
-        "apiVersion": {"const": "monitoring.coreos.com/v1"},
-        "kind": {"const": "ServiceMonitor"},
-        "metadata": _META,
-        "spec": {
-            "type": "object", "required": ["selector", "endpoints"],
-            "additionalProperties": False,
+        "jobLabel": {"type": "string"},
+        "selector": {"type": "object", "additionalProperties": False,
+                     "properties": {"matchLabels": _STR_MAP}},
+        "namespaceSelector": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"any": {"type": "boolean"},
+                           "matchNames": {"type": "array",
+                                          "items": {"type": "string"}}}},
+        "endpoints": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "additionalProperties": False,
             "properties": {
-                "jobLabel": {"type": "string"},
-                "selector": {"type": "object", "additionalProperties": False,
-                             "properties": {"matchLabels": _STR_MAP}},
-                "namespaceSelector": {
-                    "type": "object", "additionalProperties": False,
-                    "properties": {"any": {"type": "boolean"},
-                                   "matchNames": {"type": "array",
-                                                  "items": {"type": "string"}}}},
-                "endpoints": {"type": "array", "minItems": 1, "items": {
+                "port": {"type": "string"},
+                "path": {"type": "string"},
+                "interval": _DURATION,
+                "scrapeTimeout": _DURATION,
+                "relabelings": {"type": "array", "items": {
                     "type": "object", "additionalProperties": False,
                     "properties": {
-                        "port": {"type": "string"},
-                        "path": {"type": "string"},
-                        "interval": _DURATION,
-                        "scrapeTimeout": _DURATION,
-                        "relabelings": {"type": "array", "items": {
-                            "type": "object", "additionalProperties": False,
-                            "properties": {
-                                "sourceLabels": {"type": "array", "items": {
-                                    "type": "string",
-                                    "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"}},
-                                "targetLabel": {"type": "string"},
-                                "action": {"enum": ["replace", "keep", "drop",
-                                                    "labelmap", "labeldrop",
-                                                    "labelkeep"]}}}}}}}}}}}
-PROMETHEUS_RULE_SCHEMA = {
-    "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
-    "additionalProperties": False,
-    "properties": {
-        "apiVersion": {"const": "monitoring.coreos.com/v1"},
-        "kind": {"const": "PrometheusRule"},
-        "metadata": _META,
-        "spec": {"type": "object", "required": ["groups"],
+                        "sourceLabels": {"type": "array", "items": {
+                            "type": "string",
+                            "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"}},
+                        "targetLabel": {"type": "string"},
+                        "action": {"enum": ["replace", "keep", "drop",
+                                            "labelmap", "labeldrop",
+                                            "labelkeep"]}}}}}}}}})
+PROMETHEUS_RULE_SCHEMA = _crd("PrometheusRule", {"type": "object", "required": ["groups"],
                  "additionalProperties": False,
                  "properties": {"groups": {"type": "array", "minItems": 1, "items": {
                      "type": "object", "required": ["name", "rules"],
@@ -141,7 +137,7 @@ PROMETHEUS_RULE_SCHEMA = {
                                  "for": _DURATION,
                                  "keep_firing_for": _DURATION,
                                  "labels": _STR_MAP,
-                                 "annotations": _STR_MAP}}}}}}}}}}
+                                 "annotations": _STR_MAP}}}}}}}})
 
 # resource.Quantity's syntax (the JSON schemas only say "string").
 QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
