@@ -426,9 +426,10 @@ def main():
         errs = validate(tools, repo, docs) + check_expectations(name, docs, EXPECT[name])
         for e in errs:
             fail("%s: %s" % (name, e))
-        kinds = sorted("%s/%s" % (d["kind"], d["metadata"]["name"]) for d in docs)
-        print("ok   %s: %d objects valid (Kubernetes %s strict, CRDs checked): %s"
-              % (name, len(docs), KUBERNETES_VERSION, ", ".join(kinds)) if not errs else "")
+        if not errs:
+            kinds = sorted("%s/%s" % (d["kind"], d["metadata"]["name"]) for d in docs)
+            print("ok   %s: %d objects valid (Kubernetes %s strict, CRDs checked): %s"
+                  % (name, len(docs), KUBERNETES_VERSION, ", ".join(kinds)))
 
     # 2. Invalid values: each must fail, with the text its `# expect:` names.
     invalid_dir = os.path.join(here, "invalid")
