@@ -14,13 +14,12 @@ BUILD_DIR=${1:-$OUTBOX_ROOT/build}
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config clang-format python3
-  python3-venv  # the documentation site's mkdocs, below
+  python3-venv  # venvs: the docs site's mkdocs, the chart test's kubernetes-validate
   postgresql-15 postgresql-15-wal2json postgresql-client-15 libpq-dev
   librdkafka-dev libsimdjson-dev libabsl-dev libgtest-dev libgmock-dev
   libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev prometheus-cpp-dev
   kcat uuid-runtime procps curl
   chromium prometheus  # the status page test (headless) and a real scrape
-  python3-venv         # the chart test's kubernetes-validate (helm_tools.sh)
 )
 # A JDK and Maven may come from elsewhere on the machine; Debian's otherwise.
 command -v java >/dev/null || APT_PACKAGES+=(openjdk-17-jre-headless)
