@@ -8,7 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/logging.h"
 #include "simdjson.h"
 
 namespace outbox {
@@ -106,14 +108,12 @@ absl::StatusOr<Properties> ParseJson(absl::string_view text) {
   return out;
 }
 
-// A YAML double-quoted scalar.
+// A YAML double-quoted scalar: a JSON string is one (newlines and control
+// characters escaped, which YAML reads back as the same bytes).
 std::string Quote(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"";
+  std::string out;
+  AppendJsonString(&out, s);
+  return out;
 }
 
 // A libpq conninfo value.
@@ -429,7 +429,7 @@ absl::StatusOr<DebeziumTranslation> Translator::Run() {
   Line(
       absl::StrCat("# outbox-relay configuration translated from the "
                    "Debezium connector",
-                   name.empty() ? "" : absl::StrCat(" \"", name, "\""),
+                   name.empty() ? "" : absl::StrCat(" ", Quote(name)),
                    " by outbox-relay from-debezium."));
   Line("# Each line names the Debezium key it comes from; notes at the end.");
   Connection();
@@ -505,7 +505,10 @@ absl::StatusOr<DebeziumTranslation> Translator::Run() {
   out.yaml += "\n";
   if (!notes_.empty()) out.yaml += "# Notes:\n";
   for (const std::string& note : notes_) {
-    absl::StrAppend(&out.yaml, "# - ", note, "\n");
+    // A value quoted in a note may hold a line break: the comment may not.
+    absl::StrAppend(&out.yaml, "# - ",
+                    absl::StrReplaceAll(note, {{"\n", "\\n"}, {"\r", "\\r"}}),
+                    "\n");
   }
   out.notes = std::move(notes_);
   return out;

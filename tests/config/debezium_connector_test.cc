@@ -4,6 +4,7 @@
 // notes.
 #include "config/debezium_connector.h"
 
+#include "absl/strings/str_split.h"
 #include "config/config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -128,6 +129,37 @@ TEST(DebeziumConnectorTest, EveryEventRouterOptionFromConnectRestJson) {
   EXPECT_THAT(t->notes,
               testing::Contains(HasSubstr("table.expand.json.payload")));
   EXPECT_THAT(t->yaml, HasSubstr("\"orders-outbox\""));
+}
+
+// Values with a newline, a tab and control characters: the YAML loads and
+// gives the same bytes back; notes stay comments.
+TEST(DebeziumConnectorTest, ControlCharactersInValuesStayInTheirScalars) {
+  auto t = TranslateDebeziumConnector(R"({
+    "name": "out\nbox: 1",
+    "config": {
+      "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+      "database.hostname": "db", "topic.prefix": "dbz\nnext: 1\u0001\u001f",
+      "plugin.name": "pgoutput", "database.dbname": "s\tx\r",
+      "publication.autocreate.mode": "filtered",
+      "table.include.list": "public.outbox",
+      "tasks.max": "1\nkafka: {brokers: evil}",
+      "transforms": "outbox",
+      "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+      "transforms.outbox.table.fields.additional.placement": "type:header:a\u0002b"
+    }})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  Config c = Load(*t);
+  EXPECT_EQ(c.outbox.debezium.connector_logical_name, "dbz\nnext: 1\x01\x1f");
+  EXPECT_EQ(c.postgres.conninfo, "host=db dbname=s\tx\r");
+  EXPECT_EQ(c.outbox.fields,
+            "type:header:a\x02"
+            "b");
+  EXPECT_EQ(c.kafka.brokers, "127.0.0.1:9092");
+  for (const std::string& line :
+       std::vector<std::string>(absl::StrSplit(t->yaml, '\n'))) {
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_THAT(line, testing::MatchesRegex("^[ a-z_].*")) << t->yaml;
+  }
 }
 
 TEST(DebeziumConnectorTest, ALiteralTopicKeepsItsBracesAndWarnMapsToWarn) {
