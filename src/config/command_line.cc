@@ -41,6 +41,10 @@ constexpr FlagSpec kFlags[] = {
     {"dry-run", "", "", "republish: print what would be re-published only"},
     {"timeout-s", "S", "",
      "republish: give up reading the topics back after S seconds (120)"},
+    {"debezium-version", "VERSION", "",
+     "from-debezium: the Debezium release the connector runs (3.2.3.Final); "
+     "picks outbox.debezium.run_id (default: the newest Debezium's "
+     "headers)"},
     {"help", "", "", "print this help and exit"},
     {"version", "", "", "print the version and exit"},
 };
@@ -165,6 +169,9 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
                          value, "\""));
       }
       republish_flag = flag_name;
+    } else if (flag->name == "debezium-version") {
+      if (value.empty()) return Error("--debezium-version needs a version");
+      cl.debezium_version = value;
     } else if (flag->name == "set") {
       std::pair<std::string, std::string> kv =
           absl::StrSplit(value, absl::MaxSplits('=', 1));
@@ -183,6 +190,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
     return Error(
         "from-debezium needs the connector's configuration: a .properties "
         "or .json file, or - for standard input");
+  }
+  if (cl.command != CommandLine::Command::kFromDebezium &&
+      !cl.debezium_version.empty()) {
+    return Error("--debezium-version belongs to the from-debezium command");
   }
   if (cl.command != CommandLine::Command::kRepublish) {
     if (!republish_flag.empty()) {

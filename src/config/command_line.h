@@ -10,7 +10,8 @@
 // with these flags on another command, the command line is refused.
 //
 // from-debezium (outbox-relay only) takes the Debezium connector's
-// configuration file ("-": standard input) and no other argument.
+// configuration file ("-": standard input) and optionally
+// --debezium-version VERSION, the Debezium release it runs.
 //
 // Flags take `--flag value` or `--flag=value`. Overrides are kept in
 // command-line order and applied by LoadConfig() after the file, so the last
@@ -59,7 +60,8 @@ struct CommandLine {
   bool version = false;
   std::vector<Override> overrides;
   Republish republish;
-  std::string debezium_config;  // from-debezium's file
+  std::string debezium_config;   // from-debezium's file
+  std::string debezium_version;  // from-debezium: empty, the newest
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);

@@ -88,6 +88,17 @@ TEST(CommandLineTest, RepublishWithoutARangeIsRefusedWithTheReason) {
               HasSubstr("--dry-run belongs to the republish command"));
 }
 
+TEST(CommandLineTest, FromDebeziumTakesADebeziumVersion) {
+  auto cl = Parse(
+      {"from-debezium", "c.properties", "--debezium-version", "3.2.3.Final"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->debezium_config, "c.properties");
+  EXPECT_EQ(cl->debezium_version, "3.2.3.Final");
+  EXPECT_EQ(Parse({"from-debezium", "c.json"})->debezium_version, "");
+  EXPECT_THAT(Parse({"--debezium-version=3.7", "run"}).status().message(),
+              HasSubstr("--debezium-version belongs to the from-debezium"));
+}
+
 TEST(CommandLineTest, BothValueForms) {
   auto cl = Parse({"--config=a.yaml", "--pg", "host=x port=5", "--kafka=k:1",
                    "--slot", "s", "--tables=a,b", "--topic", "t.{type}",
