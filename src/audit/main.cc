@@ -9,12 +9,11 @@
 // violations. Exit 0 when it passes, 1 when it fails, 2 on bad usage, 3 when
 // a server cannot be read.
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "audit/audit.h"
+#include "audit/audit_flags.h"
 #include "audit/audit_sources.h"
 #include "common/progress.h"
 #include "config/command_line.h"
@@ -22,49 +21,33 @@
 
 int main(int argc, char** argv) {
   using namespace outbox;
-  int64_t max_duplicates = -1;
-  bool json = false;
-  bool read_committed = false;
-  int timeout_s = 120;
-  // Our own flags first; the rest is the relays' common command line.
-  std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      size_t n = strlen(flag);
-      if (a.size() > n && a.compare(0, n, flag) == 0 && a[n] == '=') {
-        return argv[i] + n + 1;
-      }
-      if (a == flag && i + 1 < argc) return argv[++i];
-      return nullptr;
-    };
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--read-committed") {
-      read_committed = true;
-    } else if (const char* v = value("--max-duplicates")) {
-      max_duplicates = atoll(v);
-    } else if (const char* t = value("--timeout-s")) {
-      timeout_s = atoi(t);
-    } else if (a == "--help" || a == "-h") {
-      puts(
-          "usage: outbox-audit [--config FILE] [--pg CONNINFO] [--kafka "
-          "BROKERS]\n"
-          "                    [--tables A,B] [--topic TEMPLATE] [--set "
-          "key=value]\n"
-          "                    [--max-duplicates N] [--json] [--timeout-s "
-          "S]\n"
-          "                    [--read-committed]\n"
-          "Compares the outbox tables with Kafka: missing, duplicates, "
-          "unknown,\nmisrouted and per-key order violations. Exit 0 = pass, "
-          "1 = fail.\n--read-committed reads only committed Kafka transactions "
-          "(kafka.exactly_once)\nand fails on any duplicate unless "
-          "--max-duplicates says otherwise.");
-      return 0;
-    } else {
-      rest.push_back(argv[i]);
-    }
+  absl::StatusOr<AuditFlags> flags = ParseAuditFlags(argc, argv);
+  if (!flags.ok()) {
+    fprintf(stderr, "outbox-audit: %s\n",
+            std::string(flags.status().message()).c_str());
+    return 2;
   }
+  if (flags->help) {
+    puts(
+        "usage: outbox-audit [--config FILE] [--pg CONNINFO] [--kafka "
+        "BROKERS]\n"
+        "                    [--tables A,B] [--topic TEMPLATE] [--set "
+        "key=value]\n"
+        "                    [--max-duplicates N] [--json] [--timeout-s "
+        "S]\n"
+        "                    [--read-committed]\n"
+        "Compares the outbox tables with Kafka: missing, duplicates, "
+        "unknown,\nmisrouted and per-key order violations. Exit 0 = pass, "
+        "1 = fail.\n--read-committed reads only committed Kafka transactions "
+        "(kafka.exactly_once)\nand fails on any duplicate unless "
+        "--max-duplicates says otherwise.");
+    return 0;
+  }
+  int64_t max_duplicates = flags->max_duplicates;
+  const bool json = flags->json;
+  const bool read_committed = flags->read_committed;
+  const int timeout_s = flags->timeout_s;
+  std::vector<char*> rest = flags->rest;
   absl::StatusOr<CommandLine> cl =
       ParseCommandLine(static_cast<int>(rest.size()), rest.data());
   if (!cl.ok()) {

@@ -21,6 +21,7 @@
 #ifndef OUTBOX_CONFIG_COMMAND_LINE_H_
 #define OUTBOX_CONFIG_COMMAND_LINE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,14 @@ struct CommandLine {
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
+
+// The value of a numeric flag (`flag` as typed, "--timeout-s"): a decimal
+// integer in [min, max], else InvalidArgument in one line ("--timeout-s
+// needs an integer from 1, got \"abc\""). Every numeric flag of
+// outbox-relay, outbox-poller and outbox-audit is read with it.
+absl::StatusOr<int64_t> ParseIntegerFlag(absl::string_view flag,
+                                         absl::string_view value, int64_t min,
+                                         int64_t max);
 
 // Usage, commands, flags, then every config key with its default and
 // description (generated from the key table).

@@ -1,0 +1,34 @@
+// outbox-audit's own flags, read before the relays' common command line
+// (config/command_line.h) gets the rest:
+//   --max-duplicates N  an integer >= 0 (default: any number; 0 with
+//                       --read-committed)
+//   --timeout-s S       an integer >= 1 (default 120)
+//   --json, --read-committed, --help/-h
+// A numeric flag with no value or a value that is not such an integer is
+// InvalidArgument in one line (ParseIntegerFlag); main exits 2 on it.
+//
+// Thread safety: a plain function over argv.
+#ifndef OUTBOX_AUDIT_AUDIT_FLAGS_H_
+#define OUTBOX_AUDIT_AUDIT_FLAGS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace outbox {
+
+struct AuditFlags {
+  int64_t max_duplicates = -1;  // negative: any number
+  bool json = false;
+  bool read_committed = false;
+  int timeout_s = 120;
+  bool help = false;
+  std::vector<char*> rest;  // argv[0] and every flag not ours, in order
+};
+
+absl::StatusOr<AuditFlags> ParseAuditFlags(int argc, char** argv);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_AUDIT_AUDIT_FLAGS_H_
