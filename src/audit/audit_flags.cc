@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "config/command_line.h"
+#include "outbox/status_macros.h"
 
 namespace outbox {
 
@@ -14,7 +15,7 @@ absl::StatusOr<AuditFlags> ParseAuditFlags(int argc, char** argv) {
   if (argc > 0) flags.rest.push_back(argv[0]);
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
-    // The value of `flag` ("--flag=V" or "--flag V"); nullopt when `a` is
+    // The value of `flag` ("--flag=V" or "--flag V"); false when `a` is
     // another flag; an error when the value is missing.
     auto value = [&](absl::string_view flag,
                      std::string* out) -> absl::StatusOr<bool> {
@@ -30,25 +31,21 @@ absl::StatusOr<AuditFlags> ParseAuditFlags(int argc, char** argv) {
       *out = argv[++i];
       return true;
     };
-    std::string v;
-    absl::StatusOr<bool> max_duplicates = value("--max-duplicates", &v);
-    if (!max_duplicates.ok()) return max_duplicates.status();
-    if (*max_duplicates) {
-      absl::StatusOr<int64_t> n =
-          ParseIntegerFlag("--max-duplicates", v, 0, INT64_MAX);
-      if (!n.ok()) return n.status();
-      flags.max_duplicates = *n;
-      continue;
-    }
-    absl::StatusOr<bool> timeout = value("--timeout-s", &v);
-    if (!timeout.ok()) return timeout.status();
-    if (*timeout) {
-      absl::StatusOr<int64_t> n =
-          ParseIntegerFlag("--timeout-s", v, 1, INT32_MAX);
-      if (!n.ok()) return n.status();
-      flags.timeout_s = static_cast<int>(*n);
-      continue;
-    }
+    // A numeric flag's value into *out; false when `a` is another flag.
+    auto number = [&](absl::string_view flag, int64_t min, int64_t max,
+                      int64_t* out) -> absl::StatusOr<bool> {
+      std::string v;
+      ASSIGN_OR_RETURN(bool took, value(flag, &v));
+      if (!took) return false;
+      ASSIGN_OR_RETURN(*out, ParseIntegerFlag(flag, v, min, max));
+      return true;
+    };
+    ASSIGN_OR_RETURN(bool took, number("--max-duplicates", 0, INT64_MAX,
+                                       &flags.max_duplicates));
+    if (took) continue;
+    ASSIGN_OR_RETURN(took,
+                     number("--timeout-s", 1, INT32_MAX, &flags.timeout_s));
+    if (took) continue;
     if (a == "--json") {
       flags.json = true;
     } else if (a == "--read-committed") {

@@ -22,7 +22,7 @@ struct AuditFlags {
   int64_t max_duplicates = -1;  // negative: any number
   bool json = false;
   bool read_committed = false;
-  int timeout_s = 120;
+  int64_t timeout_s = 120;
   bool help = false;
   std::vector<char*> rest;  // argv[0] and every flag not ours, in order
 };

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   int64_t max_duplicates = flags->max_duplicates;
   const bool json = flags->json;
   const bool read_committed = flags->read_committed;
-  const int timeout_s = flags->timeout_s;
+  const int timeout_s = static_cast<int>(flags->timeout_s);
   std::vector<char*> rest = flags->rest;
   absl::StatusOr<CommandLine> cl =
       ParseCommandLine(static_cast<int>(rest.size()), rest.data());
