@@ -2,8 +2,10 @@
 # Debezium's PostgreSQL connector with its Outbox Event Router, in Kafka
 # Connect standalone, with no Docker: the industry anchor of the benchmarks.
 #
-#   bench/debezium.sh fetch        copy the jars pinned in bench/debezium/pom.xml
-#                                  from Maven Central into .cache/debezium/libs
+#   bench/debezium.sh fetch        copy the jars of Kafka Connect (pinned in
+#                                  bench/debezium/pom.xml) and of Debezium
+#                                  $DEBEZIUM_VERSION from Maven Central into
+#                                  .cache/debezium/$DEBEZIUM_VERSION/libs
 #   bench/debezium.sh start DIR    write worker.properties and
 #                                  connector.properties in DIR (must not exist
 #                                  or be empty) and start ConnectStandalone;
@@ -12,9 +14,13 @@
 #                                  The JVM's pid is in DIR/pid, its log in
 #                                  DIR/connect.log.
 #   bench/debezium.sh stop DIR     stop it and delete DIR
+#   bench/debezium.sh version      print the Debezium version it runs
 #
 # Environment: PGHOST, PGPORT, PGUSER, PGDATABASE (as scripts/pg.sh prints
 # them) and OUTBOX_KAFKA_BROKERS (scripts/kafka.sh). Optional:
+#   DEBEZIUM_VERSION      the connector's version (default the pom's,
+#                         3.2.3.Final; bench/debezium_compare.sh also runs
+#                         3.7.0.Final, which Connect 3.9.1 runs as it is)
 #   DEBEZIUM_SLOT         replication slot (default debezium); created with
 #                         pgoutput by the connector when missing
 #   DEBEZIUM_PUBLICATION  publication (default dbz_publication); created
@@ -37,20 +43,24 @@ set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 
 cmd=${1:-}; dir=${2:-}
-LIBS="$OUTBOX_CACHE/debezium/libs"
 POM="$OUTBOX_ROOT/bench/debezium/pom.xml"
+DEBEZIUM_VERSION=${DEBEZIUM_VERSION:-$(sed -n 's:.*<debezium.version>\(.*\)</debezium.version>.*:\1:p' "$POM")}
+[[ $DEBEZIUM_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[A-Za-z0-9]+$ ]] ||
+  die "DEBEZIUM_VERSION \"$DEBEZIUM_VERSION\" is not a Debezium release (3.7.0.Final)"
+LIBS="$OUTBOX_CACHE/debezium/$DEBEZIUM_VERSION/libs"
 
 fetch() {
-  local stamp="$OUTBOX_CACHE/debezium/pom.sha256"
+  local stamp="$OUTBOX_CACHE/debezium/$DEBEZIUM_VERSION/pom.sha256"
   if [ -f "$stamp" ] && sha256sum --quiet -c "$stamp" >/dev/null 2>&1 && [ -d "$LIBS" ]; then
     return 0
   fi
   command -v mvn >/dev/null || die "maven not found: run scripts/setup.sh"
-  log "fetching Kafka Connect and Debezium from Maven Central"
+  log "fetching Kafka Connect and Debezium $DEBEZIUM_VERSION from Maven Central"
   rm -rf "$LIBS"; mkdir -p "$LIBS"
   (cd "$(dirname "$POM")" && mvn -q -B dependency:copy-dependencies \
+     -Ddebezium.version="$DEBEZIUM_VERSION" \
      -DincludeScope=runtime -DoutputDirectory="$LIBS") ||
-    die "could not fetch Debezium with maven"
+    die "could not fetch Debezium $DEBEZIUM_VERSION with maven"
   sha256sum "$POM" >"$stamp"
 }
 
@@ -146,5 +156,6 @@ case $cmd in
   fetch) fetch ;;
   start) [ -n "$dir" ] || die "usage: $0 start DIR"; start ;;
   stop) [ -n "$dir" ] || die "usage: $0 stop DIR"; stop ;;
-  *) die "usage: $0 fetch | start DIR | stop DIR" ;;
+  version) echo "$DEBEZIUM_VERSION" ;;
+  *) die "usage: $0 fetch | start DIR | stop DIR | version" ;;
 esac

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Debezium 3.2 + Outbox Event Router against outbox-relay in Debezium
-# compatibility mode, on the same rows, record by record (issue 15).
+# Debezium + Outbox Event Router against outbox-relay in Debezium
+# compatibility mode, on the same rows, record by record (issues 15, 23),
+# for each Debezium version in DEBEZIUM_VERSIONS (default "3.2.3.Final
+# 3.7.0.Final": the three context headers of 3.3 and older, and the four,
+# with runId, of 3.4 and later).
 #
 #   bench/debezium_compare.sh [DIR]
 #
@@ -19,9 +22,11 @@
 # topic, partition, key, value, headers (names, values, order), the order
 # of records in each partition, and timestamps.
 #
-# Two phases:
+# For each version, two phases:
 #   default  the connector exactly as bench/debezium.sh configures it; the
-#            relay with outbox.compatibility=debezium and nothing else.
+#            relay with outbox.compatibility=debezium and nothing else
+#            but outbox.debezium.run_id for the version (the pgoutput relay:
+#            from-debezium --debezium-version VERSION).
 #            Both stamp records with their processing time, so timestamps
 #            are reported (largest difference), not compared.
 #   options  Debezium with table.fields.additional.placement (two headers)
@@ -29,6 +34,12 @@
 #            wal2json relay with the same outbox.fields and
 #            outbox.timestamp_column, the pgoutput relay with what
 #            from-debezium made of them: the timestamps must match too.
+#
+# The __debezium.context.runId header (3.4 and later) is a UUIDv7 made once
+# per start, so its value differs by nature: each side's must be a UUIDv7
+# (version 7, variant 10), one value on every record of its run, made
+# before its first record; then it is compared like every other header with
+# the value left out (name and position byte for byte).
 #
 # Topics: Debezium writes outbox.event.<aggregatetype>, the relays
 # w2j.outbox.event.<aggregatetype> and pgo.outbox.event.<aggregatetype>
@@ -40,7 +51,8 @@
 # wal2json), else it starts throwaway ones in DIR (default a temp dir).
 # OUTBOX_BUILD_DIR (default build) holds bin/outbox-relay. Needs Java 17,
 # maven (the jars are fetched once by bench/debezium.sh into
-# $OUTBOX_CACHE/debezium), kcat, jq and python3. About 2 minutes.
+# $OUTBOX_CACHE/debezium/VERSION), kcat, jq and python3. About 2 minutes
+# per version.
 # Exit 0 when every comparison passed.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
@@ -154,6 +166,13 @@ consume() {
 
 count() { consume "$@" | wc -l; }
 
+# writes_run_id VERSION: Debezium 3.4.0 and later write the runId header.
+writes_run_id() {
+  local major minor
+  IFS=. read -r major minor _ <<<"$1"
+  [ "$major" -gt 3 ] || { [ "$major" -eq 3 ] && [ "$minor" -ge 4 ]; }
+}
+
 start_relay() {  # start_relay NAME SLOT PREFIX ARGS...
   local name=$1 slot=$2 prefix=$3; shift 3
   "$relay_bin" "$@" --kafka "$OUTBOX_KAFKA_BROKERS" --slot "$slot" \
@@ -166,18 +185,24 @@ start_relay() {  # start_relay NAME SLOT PREFIX ARGS...
 }
 
 failures=0
-phase() {  # phase NAME DEBEZIUM_CONNECTOR_LINES RELAY_ARGS...
-  local name=$1 connector=$2; shift 2
-  local a="cmp${run_id}${name}orders" b="cmp${run_id}${name}users"
-  log "phase $name: starting Debezium and the relays"
+phase() {  # phase NAME DEBEZIUM_CONNECTOR_LINES RELAY_ARGS...; DEBEZIUM_VERSION
+  local name=$1-$DEBEZIUM_VERSION connector=$2
+  local tag; tag=$(tr -dc '0-9' <<<"$DEBEZIUM_VERSION")
+  local a="cmp${run_id}$1v${tag}orders" b="cmp${run_id}$1v${tag}users"
+  shift 2
+  local run_id_header=false
+  writes_run_id "$DEBEZIUM_VERSION" && run_id_header=true
+  log "phase $name: starting Debezium $DEBEZIUM_VERSION and the relays"
   DEBEZIUM_SLOT=cmp_dbz DEBEZIUM_PUBLICATION=cmp_dbz_pub DEBEZIUM_TABLE=public.outbox_cmp \
     DEBEZIUM_HEAP="-Xms256m -Xmx1g" DEBEZIUM_CONNECTOR="$connector" \
     "$OUTBOX_ROOT/bench/debezium.sh" start "$work/debezium" >/dev/null
   start_relay w2j cmp_w2j w2j. --pg "$conninfo" --tables public.outbox_cmp \
-    --set outbox.compatibility=debezium "$@"
+    --set outbox.compatibility=debezium \
+    --set outbox.debezium.run_id=$run_id_header "$@"
   # The connector's own configuration, translated: nothing of the phase's
   # relay flags is passed.
   "$relay_bin" from-debezium "$work/debezium/connector.properties" \
+    --debezium-version "$DEBEZIUM_VERSION" \
     >"$work/pgo-$name.yaml" 2>"$work/pgo-$name.notes" ||
     die "from-debezium refused the connector: $(cat "$work/pgo-$name.notes")"
   start_relay pgo cmp_pgo pgo. --config "$work/pgo-$name.yaml"
@@ -193,11 +218,14 @@ phase() {  # phase NAME DEBEZIUM_CONNECTOR_LINES RELAY_ARGS...
   consume "" "$a" "$b" >"$work/$name-debezium.jsonl"
   consume w2j. "$a" "$b" >"$work/$name-wal2json.jsonl"
   consume pgo. "$a" "$b" >"$work/$name-pgoutput.jsonl"
-  python3 - "$name" "$want" "$work/$name-debezium.jsonl" \
+  python3 - "$name" "$want" "$run_id_header" "$work/$name-debezium.jsonl" \
       "$work/$name-wal2json.jsonl" "$work/$name-pgoutput.jsonl" <<'PY' || failures=$((failures + 1))
-import json, sys
-name, want, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-compare_ts = name == "options"
+import json, re, sys
+name, want, want_run_id, paths = (sys.argv[1], int(sys.argv[2]),
+                                  sys.argv[3] == "true", sys.argv[4:])
+compare_ts = name.startswith("options")
+RUN_ID = "__debezium.context.runId"
+UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 def load(path, prefix):
     recs = []
@@ -217,15 +245,46 @@ def event_id(r):
     h = r["headers"]
     return next((h[i + 1] for i in range(0, len(h), 2) if h[i] == "id"), None)
 
+def run_id(recs, who):
+    """Checks the runId header's form and that it is one value for the whole
+    run, made before the first record; blanks the value in place so the
+    headers compare byte for byte otherwise. Returns (value, problems)."""
+    values, problems, count = set(), [], 0
+    for r in recs:
+        h = r["headers"]
+        for i in range(0, len(h), 2):
+            if h[i] == RUN_ID:
+                values.add(h[i + 1])
+                h[i + 1] = "(runId)"
+                count += 1
+    if not want_run_id:
+        if count:
+            problems.append(f"{who}: {count} records with {RUN_ID}, want none")
+        return None, problems
+    if count != len(recs):
+        problems.append(f"{who}: {RUN_ID} on {count} of {len(recs)} records")
+    if len(values) != 1:
+        problems.append(f"{who}: {len(values)} distinct {RUN_ID} values in one run, want 1")
+    for v in values:
+        if not UUID7.match(v or ""):
+            problems.append(f"{who}: {RUN_ID} {v!r} is not a UUIDv7")
+        elif recs and int(v[:8] + v[9:13], 16) > min(r["ts"] for r in recs):
+            problems.append(f"{who}: {RUN_ID} {v} is later than its first record")
+    return (next(iter(values)) if len(values) == 1 else None), problems
+
 ref = load(paths[0], "")
 ok = True
-print(f"phase {name}: Debezium {len(ref)} records (want {want})")
-if len(ref) != want:
+ref_run_id, problems = run_id(ref, "Debezium")
+print(f"phase {name}: Debezium {len(ref)} records (want {want}), "
+      f"{RUN_ID + ' ' + str(ref_run_id) if want_run_id else 'no ' + RUN_ID}")
+for line in problems:
+    print("    " + line)
+if len(ref) != want or problems:
     ok = False
 for plugin, path in zip(("wal2json (flags)", "pgoutput (from-debezium)"), paths[1:]):
     got = load(path, "w2j." if plugin.startswith("wal2json") else "pgo.")
-    by_id = {event_id(r): r for r in got}
-    diffs, ts_diffs, same_ts = [], [], 0
+    got_run_id, diffs = run_id(got, "relay")
+    ts_diffs, same_ts = [], 0
     if len(got) != len(ref):
         diffs.append(f"{len(got)} records, Debezium {len(ref)}")
     # Same records in the same partition order: compare position by position.
@@ -245,7 +304,8 @@ for plugin, path in zip(("wal2json (flags)", "pgoutput (from-debezium)"), paths[
     print(f"  relay {plugin}: {len(got)} records, {sizes} value bytes, "
           f"{len({(r['topic'], r['partition']) for r in got})} topic-partitions, "
           f"headers per record {sorted({len(r['headers']) // 2 for r in got})}: "
-          f"{status} (topic, partition, offset, key, value, headers); {ts_note}")
+          f"{status} (topic, partition, offset, key, value, headers); {ts_note}"
+          + (f"; {RUN_ID} {got_run_id}" if want_run_id else ""))
     for line in diffs[:10]:
         print("    " + line)
     ok = ok and not diffs
@@ -261,14 +321,21 @@ PY
   rm -rf "$work"/state-*
 }
 
-"$OUTBOX_ROOT/bench/debezium.sh" fetch
-phase default ""
-phase options "transforms.outbox.table.fields.additional.placement=type:header:eventType,aggregatetype:header
+versions=${DEBEZIUM_VERSIONS:-3.2.3.Final 3.7.0.Final}
+for DEBEZIUM_VERSION in $versions; do
+  export DEBEZIUM_VERSION
+  "$OUTBOX_ROOT/bench/debezium.sh" fetch
+done
+for DEBEZIUM_VERSION in $versions; do
+  export DEBEZIUM_VERSION
+  phase default ""
+  phase options "transforms.outbox.table.fields.additional.placement=type:header:eventType,aggregatetype:header
 transforms.outbox.table.field.event.timestamp=occurred_at" \
-  --set outbox.fields=type:header:eventType,aggregatetype:header \
-  --set outbox.timestamp_column=occurred_at
+    --set outbox.fields=type:header:eventType,aggregatetype:header \
+    --set outbox.timestamp_column=occurred_at
+done
 if [ $failures = 0 ]; then
-  log "Debezium and outbox-relay (compatibility: debezium) produced identical records"
+  log "Debezium ${versions// /, } and outbox-relay (compatibility: debezium) produced identical records"
 else
   log "$failures phase(s) differ; records in $work/*.jsonl"
   trap - EXIT; cleanup; exit 1

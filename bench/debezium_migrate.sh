@@ -5,13 +5,15 @@
 #
 #   bench/debezium_migrate.sh
 #
-# 1. Debezium 3.2 (bench/debezium.sh: pgoutput, a filtered publication)
+# 1. Debezium (bench/debezium.sh: 3.2.3 unless DEBEZIUM_VERSION; pgoutput,
+#    a filtered publication)
 #    streams an outbox table to outbox.migrate<run>.<aggregatetype>;
 #    a writer commits events of 7 keys, 3 per transaction, without pause
 #    from here to step 4.
 # 2. Debezium is stopped cleanly (SIGTERM: Kafka Connect commits its
 #    offsets, which confirms the slot); the writer goes on.
-# 3. `outbox-relay from-debezium` translates Debezium's connector.properties
+# 3. `outbox-relay from-debezium --debezium-version` translates Debezium's
+#    connector.properties (the version picks the context headers)
 #    and the relay starts from it on the same slot, publication and topics,
 #    with postgres.create_slot=false.
 # 4. The writer stops; once the slot passed the last commit, outbox-audit
@@ -100,6 +102,7 @@ sleep 2
 
 log "3. outbox-relay from-debezium, then the relay on the same slot"
 "$bin/outbox-relay" from-debezium "$work/connector.properties" \
+  --debezium-version "$("$OUTBOX_ROOT/bench/debezium.sh" version)" \
   >"$work/relay.yaml" 2>"$work/notes" ||
   die "from-debezium refused the connector: $(cat "$work/notes")"
 "$bin/outbox-relay" --config "$work/relay.yaml" --kafka "$OUTBOX_KAFKA_BROKERS" \

@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/progress.h"
 #include "outbox/status_macros.h"
 #include "pg/pg_connection.h"
+#include "route/topic_regex.h"
 
 namespace outbox {
 
@@ -80,6 +82,66 @@ std::string TopicPattern(absl::string_view topic_template) {
     }
   }
   return re + "$";
+}
+
+namespace {
+
+// `topic` as a regex that matches it alone.
+std::string ExactPattern(absl::string_view topic) {
+  std::string re = "^";
+  for (char c : topic) {
+    if (absl::string_view("\\^$.|?*+()[]{}-/").find(c) !=
+        absl::string_view::npos) {
+      re += '\\';
+    }
+    re += c;
+  }
+  return re + "$";
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> RoutedTopicPatterns(
+    const Config& config, absl::string_view application_name) {
+  std::vector<std::string> patterns;
+  if (config.outbox.topic_regex.empty()) {
+    for (const OutboxTable& t : config.outbox.tables) {
+      patterns.push_back(TopicPattern(t.topic));
+    }
+    return patterns;
+  }
+  // The topic of a value that the regex does not match is the value itself:
+  // no pattern short of "every topic" covers them, so read the values.
+  ASSIGN_OR_RETURN(TopicRegex regex,
+                   TopicRegex::Create(config.outbox.topic_regex,
+                                      config.outbox.topic_replacement));
+  PgConnectOptions options;
+  options.conninfo = config.postgres.conninfo;
+  options.application_name = std::string(application_name);
+  options.connect_timeout_s =
+      static_cast<int>(config.postgres.connect_timeout_s);
+  ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> conn,
+                   PgConnection::Connect(options));
+  std::set<std::string> topics;
+  for (const OutboxTable& t : config.outbox.tables) {
+    const std::string column = conn->Identifier(t.columns.aggregatetype);
+    absl::StatusOr<PgResult> res = conn->Query(absl::StrCat(
+        "SELECT DISTINCT ", column, "::text FROM ", conn->Identifier(t.schema),
+        ".", conn->Identifier(t.name), " WHERE ", column, " IS NOT NULL"));
+    if (!res.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "outbox table ", t.QualifiedName(), ": ", res.status().message()));
+    }
+    std::string topic;
+    for (int i = 0; i < PgConnection::Rows(*res); ++i) {
+      regex.Apply(PgConnection::Value(*res, i, 0), &topic);
+      topics.insert(topic);
+    }
+  }
+  for (const std::string& topic : topics) {
+    patterns.push_back(ExactPattern(topic));
+  }
+  return patterns;
 }
 
 absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(

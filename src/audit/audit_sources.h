@@ -26,6 +26,17 @@ absl::StatusOr<std::vector<CommittedEvent>> ReadCommittedEvents(
 // ("outbox.event.{aggregatetype}" -> "^outbox\.event\..+$").
 std::string TopicPattern(absl::string_view topic_template);
 
+// Every topic the configured routing can have put the outbox tables' events
+// in, as regexes for ReadPublishedRecords: each table's template pattern
+// (TopicPattern), or under outbox.topic_regex the exact topic
+// (TopicRegex::Apply) of each distinct aggregatetype value the tables hold
+// now (read over a connection named application_name). The one answer to
+// "which topics does this configuration route to", for outbox-audit and
+// `outbox-relay republish`; call it after reading the events, so each of
+// their topics is covered. FailedPrecondition when a table cannot be read.
+absl::StatusOr<std::vector<std::string>> RoutedTopicPatterns(
+    const Config& config, absl::string_view application_name);
+
 // Reads every record of the topics matching any pattern, from the beginning
 // up to the end offsets seen at the start, in partition order.
 // read_committed: only records of committed Kafka transactions (what an

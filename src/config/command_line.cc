@@ -1,7 +1,11 @@
 #include "config/command_line.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +38,10 @@ constexpr CommandLineFlag kFlags[] = {
     {"dry-run", "", "", "republish: print what would be re-published only"},
     {"timeout-s", "S", "",
      "republish: give up reading the topics back after S seconds (120)"},
+    {"debezium-version", "VERSION", "",
+     "from-debezium: the Debezium release the connector runs (3.2.3.Final); "
+     "picks outbox.debezium.run_id (default: the newest Debezium's "
+     "headers)"},
     {"help", "", "", "print this help and exit"},
     {"version", "", "", "print the version and exit"},
 };
@@ -152,14 +160,14 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
       cl.republish.dry_run = true;
       republish_flag = flag_name;
     } else if (flag->name == "timeout-s") {
-      if (!absl::SimpleAtoi(value, &cl.republish.timeout_s) ||
-          cl.republish.timeout_s <= 0) {
-        return Error(
-            absl::StrCat("--timeout-s needs a positive number of "
-                         "seconds, got \"",
-                         value, "\""));
-      }
+      absl::StatusOr<int64_t> s =
+          ParseIntegerFlag(flag_name, value, 1, INT32_MAX);
+      if (!s.ok()) return s.status();
+      cl.republish.timeout_s = static_cast<int>(*s);
       republish_flag = flag_name;
+    } else if (flag->name == "debezium-version") {
+      if (value.empty()) return Error("--debezium-version needs a version");
+      cl.debezium_version = value;
     } else if (flag->name == "set") {
       std::pair<std::string, std::string> kv =
           absl::StrSplit(value, absl::MaxSplits('=', 1));
@@ -178,6 +186,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
     return Error(
         "from-debezium needs the connector's configuration: a .properties "
         "or .json file, or - for standard input");
+  }
+  if (cl.command != CommandLine::Command::kFromDebezium &&
+      !cl.debezium_version.empty()) {
+    return Error("--debezium-version belongs to the from-debezium command");
   }
   if (cl.command != CommandLine::Command::kRepublish) {
     if (!republish_flag.empty()) {
@@ -200,6 +212,25 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
         "flood consumers with old events");
   }
   return cl;
+}
+
+absl::StatusOr<int64_t> ParseIntegerFlag(absl::string_view flag,
+                                         absl::string_view value, int64_t min,
+                                         int64_t max) {
+  // Digits only, an optional '-' first: SimpleAtoi alone would take "+3"
+  // and " 3 ".
+  absl::string_view digits = value;
+  absl::ConsumePrefix(&digits, "-");
+  int64_t v = 0;
+  if (digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(value, &v) || v < min || v > max) {
+    return Error(absl::StrCat(
+        flag, " needs an integer from ", min,
+        max == INT64_MAX || max == INT32_MAX ? "" : absl::StrCat(" to ", max),
+        ", got \"", absl::CHexEscape(value), "\""));
+  }
+  return v;
 }
 
 std::string HelpText(absl::string_view program) {

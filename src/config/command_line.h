@@ -10,7 +10,8 @@
 // with these flags on another command, the command line is refused.
 //
 // from-debezium (outbox-relay only) takes the Debezium connector's
-// configuration file ("-": standard input) and no other argument.
+// configuration file ("-": standard input) and optionally
+// --debezium-version VERSION, the Debezium release it runs.
 //
 // Flags take `--flag value` or `--flag=value`. Overrides are kept in
 // command-line order and applied by LoadConfig() after the file, so the last
@@ -20,6 +21,7 @@
 #ifndef OUTBOX_CONFIG_COMMAND_LINE_H_
 #define OUTBOX_CONFIG_COMMAND_LINE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -60,7 +62,8 @@ struct CommandLine {
   bool version = false;
   std::vector<Override> overrides;
   Republish republish;
-  std::string debezium_config;  // from-debezium's file
+  std::string debezium_config;   // from-debezium's file
+  std::string debezium_version;  // from-debezium: empty, the newest
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
@@ -76,6 +79,14 @@ struct CommandLineFlag {
 
 // Every flag, in --help order.
 absl::Span<const CommandLineFlag> CommandLineFlags();
+
+// The value of a numeric flag (`flag` as typed, "--timeout-s"): a decimal
+// integer in [min, max], else InvalidArgument in one line ("--timeout-s
+// needs an integer from 1, got \"abc\""). Every numeric flag of
+// outbox-relay, outbox-poller and outbox-audit is read with it.
+absl::StatusOr<int64_t> ParseIntegerFlag(absl::string_view flag,
+                                         absl::string_view value, int64_t min,
+                                         int64_t max);
 
 // Usage, commands, flags, then every config key with its default and
 // description (generated from the key table).

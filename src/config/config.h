@@ -114,13 +114,17 @@ struct OutboxMessagesConfig {
   std::string topic = kDefaultTopicTemplate;  // placeholders: content fields
 };
 
-// The values of the three headers Debezium adds to every record
+// The values of the context headers Debezium adds to every record
 // (__debezium.context.*), for Compatibility::kDebezium. The defaults are
 // what bench/debezium.sh's connector gives (topic.prefix=dbz).
 struct DebeziumHeaders {
   std::string connector_logical_name = "dbz";  // Debezium's topic.prefix
   std::string task_id = "0";
   std::string connector_name = "postgresql";  // the connector's plugin name
+  // A fourth header, runId, after connectorName: a UUIDv7 made once per
+  // process start, as Debezium 3.4 and later write (once per task start).
+  // false: the three headers of Debezium 3.3 and older.
+  bool run_id = true;
 };
 
 struct OutboxConfig {

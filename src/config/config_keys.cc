@@ -171,8 +171,9 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("outbox.compatibility", G(outbox.compatibility),
              "native | debezium: records byte-identical to Debezium's "
              "PostgreSQL connector with the Outbox Event Router and string "
-             "converters (its three __debezium.context.* headers before "
-             "\"id\", the processing time as timestamp, envelope fields as "
+             "converters (its __debezium.context.* headers before \"id\", "
+             "see outbox.debezium.run_id; the processing time as timestamp, "
+             "envelope fields as "
              "Struct{...} text)"));
   add(Global("outbox.debezium.connector_logical_name",
              G(outbox.debezium.connector_logical_name),
@@ -185,6 +186,11 @@ std::vector<ConfigKey> BuildKeys() {
              G(outbox.debezium.connector_name),
              "compatibility debezium: header __debezium.context.connectorName "
              "(the connector plugin's name)"));
+  add(Global("outbox.debezium.run_id", G(outbox.debezium.run_id),
+             "compatibility debezium: header __debezium.context.runId after "
+             "connectorName, a UUIDv7 made once per process start, as "
+             "Debezium 3.4 and later write; false: the three context headers "
+             "of Debezium 3.3 and older (3.2)"));
   add(Global("outbox.timestamp", G(outbox.timestamp),
              "record timestamp: commit (the transaction's commit time) | "
              "produce (when the relay hands the record to Kafka) | auto "

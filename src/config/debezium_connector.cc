@@ -6,9 +6,12 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/logging.h"
 #include "simdjson.h"
 
 namespace outbox {
@@ -106,14 +109,12 @@ absl::StatusOr<Properties> ParseJson(absl::string_view text) {
   return out;
 }
 
-// A YAML double-quoted scalar.
+// A YAML double-quoted scalar: a JSON string is one (newlines and control
+// characters escaped, which YAML reads back as the same bytes).
 std::string Quote(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"";
+  std::string out;
+  AppendJsonString(&out, s);
+  return out;
 }
 
 // A libpq conninfo value.
@@ -202,9 +203,29 @@ const std::map<std::string, std::string>& IgnoredKeys() {
   return *keys;
 }
 
+// Debezium 3.4.0 added the fourth context header, runId (DBZ-9541).
+constexpr int kRunIdSince[] = {3, 4};
+
+// Whether Debezium `version` ("3.2.3.Final", "3.7") writes the runId
+// header; InvalidArgument when it is not MAJOR.MINOR[.anything].
+absl::StatusOr<bool> WritesRunId(absl::string_view version) {
+  std::vector<absl::string_view> parts =
+      absl::StrSplit(version, absl::MaxSplits('.', 2));
+  int major = 0, minor = 0;
+  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &major) ||
+      !absl::SimpleAtoi(parts[1], &minor) || major < 0 || minor < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--debezium-version \"", version,
+                     "\" is not a Debezium version (3.2.3.Final, 3.7)"));
+  }
+  return major > kRunIdSince[0] ||
+         (major == kRunIdSince[0] && minor >= kRunIdSince[1]);
+}
+
 class Translator {
  public:
-  explicit Translator(Properties p) : props_(std::move(p)) {}
+  Translator(Properties p, std::string debezium_version)
+      : props_(std::move(p)), debezium_version_(std::move(debezium_version)) {}
 
   absl::StatusOr<DebeziumTranslation> Run();
 
@@ -231,7 +252,10 @@ class Translator {
   void Tables();
   void Router(const std::string& t);
 
+  void RunId();
+
   Properties props_;
+  std::string debezium_version_;  // empty: the newest
   std::vector<std::string> lines_, notes_, errors_;
   std::vector<std::string> tables_;
 };
@@ -309,6 +333,26 @@ void Translator::Connection() {
       Error(absl::StrCat(key, "=", *v, " has no counterpart"));
     }
   }
+}
+
+// outbox.debezium.run_id: the context headers of the Debezium that ran.
+void Translator::RunId() {
+  if (debezium_version_.empty()) {
+    Line("    run_id: true", "the newest Debezium's headers: see the notes");
+    Note(
+        "outbox.debezium.run_id: true gives the context headers of Debezium "
+        "3.4 and later (a fourth, __debezium.context.runId, a UUIDv7 per "
+        "start); if the connector runs Debezium 3.3 or older, translate with "
+        "--debezium-version VERSION or set it to false to keep its three "
+        "headers (docs/migration/debezium-versions.md)");
+    return;
+  }
+  absl::StatusOr<bool> run_id = WritesRunId(debezium_version_);
+  if (!run_id.ok()) return;  // checked before the translation
+  Line(absl::StrCat("    run_id: ", *run_id ? "true" : "false"),
+       absl::StrCat("Debezium ", debezium_version_,
+                    *run_id ? ": header runId (3.4 and later)"
+                            : ": no runId header (3.3 and older)"));
 }
 
 void Translator::Tables() {
@@ -429,7 +473,7 @@ absl::StatusOr<DebeziumTranslation> Translator::Run() {
   Line(
       absl::StrCat("# outbox-relay configuration translated from the "
                    "Debezium connector",
-                   name.empty() ? "" : absl::StrCat(" \"", name, "\""),
+                   name.empty() ? "" : absl::StrCat(" ", Quote(name)),
                    " by outbox-relay from-debezium."));
   Line("# Each line names the Debezium key it comes from; notes at the end.");
   Connection();
@@ -442,6 +486,7 @@ absl::StatusOr<DebeziumTranslation> Translator::Run() {
   Line(absl::StrCat("    connector_logical_name: ",
                     Quote(TakeOr("topic.prefix", "dbz"))),
        "topic.prefix");
+  RunId();
   Line(absl::StrCat("  tables: [",
                     absl::StrJoin(tables_, ", ",
                                   [](std::string* out, const std::string& s) {
@@ -505,7 +550,10 @@ absl::StatusOr<DebeziumTranslation> Translator::Run() {
   out.yaml += "\n";
   if (!notes_.empty()) out.yaml += "# Notes:\n";
   for (const std::string& note : notes_) {
-    absl::StrAppend(&out.yaml, "# - ", note, "\n");
+    // A value quoted in a note may hold a line break: the comment may not.
+    absl::StrAppend(&out.yaml, "# - ",
+                    absl::StrReplaceAll(note, {{"\n", "\\n"}, {"\r", "\\r"}}),
+                    "\n");
   }
   out.notes = std::move(notes_);
   return out;
@@ -514,13 +562,18 @@ absl::StatusOr<DebeziumTranslation> Translator::Run() {
 }  // namespace
 
 absl::StatusOr<DebeziumTranslation> TranslateDebeziumConnector(
-    absl::string_view text) {
+    absl::string_view text, absl::string_view debezium_version) {
+  if (!debezium_version.empty()) {
+    if (absl::Status s = WritesRunId(debezium_version).status(); !s.ok()) {
+      return s;
+    }
+  }
   absl::string_view start = absl::StripLeadingAsciiWhitespace(text);
   absl::StatusOr<Properties> props = !start.empty() && start[0] == '{'
                                          ? ParseJson(text)
                                          : ParseProperties(text);
   if (!props.ok()) return props.status();
-  return Translator(std::move(*props)).Run();
+  return Translator(std::move(*props), std::string(debezium_version)).Run();
 }
 
 }  // namespace outbox

@@ -34,8 +34,13 @@ struct DebeziumTranslation {
   std::vector<std::string> notes;  // also in the YAML, as comments
 };
 
+// debezium_version: the Debezium release the connector runs ("3.2.3.Final",
+// "3.7"); it picks outbox.debezium.run_id (Debezium 3.4 and later write the
+// runId header, 3.3 and older do not). Empty: the newest Debezium's headers,
+// with a note. A version that is not MAJOR.MINOR[.anything] is
+// InvalidArgument.
 absl::StatusOr<DebeziumTranslation> TranslateDebeziumConnector(
-    absl::string_view text);
+    absl::string_view text, absl::string_view debezium_version = "");
 
 }  // namespace outbox
 

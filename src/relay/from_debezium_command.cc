@@ -10,7 +10,9 @@
 
 namespace outbox {
 
-int RunFromDebeziumCommand(const std::string& path, FILE* out, FILE* err) {
+int RunFromDebeziumCommand(const std::string& path,
+                           const std::string& debezium_version, FILE* out,
+                           FILE* err) {
   auto fail = [&](int code, const std::string& message) {
     fprintf(err, "outbox-relay from-debezium: %s\n", message.c_str());
     return code;
@@ -24,7 +26,7 @@ int RunFromDebeziumCommand(const std::string& path, FILE* out, FILE* err) {
     text << file.rdbuf();
   }
   absl::StatusOr<DebeziumTranslation> translated =
-      TranslateDebeziumConnector(text.str());
+      TranslateDebeziumConnector(text.str(), debezium_version);
   if (!translated.ok()) {
     return fail(kExitUsage,
                 path + ": " + std::string(translated.status().message()));

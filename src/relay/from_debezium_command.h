@@ -17,7 +17,9 @@
 
 namespace outbox {
 
-int RunFromDebeziumCommand(const std::string& path, FILE* out, FILE* err);
+int RunFromDebeziumCommand(const std::string& path,
+                           const std::string& debezium_version, FILE* out,
+                           FILE* err);
 
 }  // namespace outbox
 

@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
     return RunStatusCommand(*config, stdout, stderr);
   }
   if (start.command_line.command == CommandLine::Command::kFromDebezium) {
-    return RunFromDebeziumCommand(start.command_line.debezium_config, stdout,
+    return RunFromDebeziumCommand(start.command_line.debezium_config,
+                                  start.command_line.debezium_version, stdout,
                                   stderr);
   }
   if (start.command_line.command == CommandLine::Command::kRepublish) {

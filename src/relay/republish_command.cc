@@ -127,13 +127,12 @@ absl::StatusOr<RowsInRange> ReadRows(PgConnection* db, const Config& config,
   return out;
 }
 
-// Every topic an event of these tables can be in: the templates' topics,
-// and the dead-letter topic when the relay dead-letters.
-std::vector<std::string> TopicPatterns(const Config& config) {
-  std::vector<std::string> patterns;
-  for (const OutboxTable& t : config.outbox.tables) {
-    patterns.push_back(TopicPattern(t.topic));
-  }
+// Every topic an event of these tables can be in: the routing's topics
+// (RoutedTopicPatterns), and the dead-letter topic when the relay
+// dead-letters.
+absl::StatusOr<std::vector<std::string>> TopicPatterns(const Config& config) {
+  ASSIGN_OR_RETURN(std::vector<std::string> patterns,
+                   RoutedTopicPatterns(config, "outbox-relay republish"));
   if (config.outbox.on_invalid == OnInvalid::kDeadLetter) {
     patterns.push_back(TopicPattern(config.outbox.dead_letter_topic));
   }
@@ -268,8 +267,10 @@ int RunRepublishCommand(const Config& config,
   db->reset();
   // Progress meters on a terminal only: logs and pipes stay quiet.
   FILE* progress = Progress::IsTerminal(err) ? err : nullptr;
+  absl::StatusOr<std::vector<std::string>> patterns = TopicPatterns(config);
+  if (!patterns.ok()) return fail(patterns.status());
   absl::StatusOr<std::vector<PublishedRecord>> records = ReadPublishedRecords(
-      config, TopicPatterns(config), options.timeout_s,
+      config, *patterns, options.timeout_s,
       /*read_committed=*/config.kafka.exactly_once, progress);
   if (!records.ok()) {
     return fail(absl::Status(

@@ -7,7 +7,8 @@
 //
 // It reads the outbox tables' rows created in the range (created_at >=
 // since, < until; every row with --all), then every record of the topics
-// the tables' templates can produce (the audit's reader, so also records
+// the configured routing gives them (RoutedTopicPatterns: the templates,
+// or outbox.topic_regex; the audit's reader, so also records
 // produced while it runs are seen only up to the end offsets at its start),
 // and produces exactly the events whose id no record carries
 // (MissingEvents, audit/audit.h): read as outbox-poller reads rows

@@ -7,6 +7,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/uuid.h"
 #include "outbox/status_macros.h"
 #include "route/record_value.h"
 
@@ -43,6 +44,11 @@ absl::Status EventError(absl::string_view id, absl::string_view what) {
 
 }  // namespace
 
+const std::string& DebeziumRunId() {
+  static const std::string* run_id = new std::string(NewUuidV7());
+  return *run_id;
+}
+
 absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     const OutboxConfig& outbox) {
   if (outbox.tables.empty() && !outbox.messages.enabled) {
@@ -64,10 +70,14 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     options->context_values = {outbox.debezium.connector_logical_name,
                                outbox.debezium.task_id,
                                outbox.debezium.connector_name};
-    const char* names[] = {"__debezium.context.connectorLogicalName",
-                           "__debezium.context.taskId",
-                           "__debezium.context.connectorName"};
-    for (int i = 0; i < 3; ++i) {
+    std::vector<const char*> names = {"__debezium.context.connectorLogicalName",
+                                      "__debezium.context.taskId",
+                                      "__debezium.context.connectorName"};
+    if (outbox.debezium.run_id) {
+      options->context_values.push_back(DebeziumRunId());
+      names.push_back("__debezium.context.runId");
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
       options->context_headers.push_back(
           Header{names[i], options->context_values[i], false});
     }

@@ -10,8 +10,10 @@
 //             (Struct{...} text under compatibility debezium); compacted
 //             with expand_json_payload; null for a blank payload with
 //             tombstone_on_empty_payload
-//   headers   under compatibility debezium first Debezium's three
-//             __debezium.context.* headers; then "id" = the event id, the
+//   headers   under compatibility debezium first Debezium's
+//             __debezium.context.* headers (connectorLogicalName, taskId,
+//             connectorName, and with outbox.debezium.run_id runId: this
+//             process's DebeziumRunId()); then "id" = the event id, the
 //             outbox.fields header placements in order, then the
 //             column -> header map (a NULL column gives a null header)
 //   partition the outbox.fields partition column's value, else -1
@@ -46,6 +48,11 @@
 #include "route/topic_template.h"
 
 namespace outbox {
+
+// The __debezium.context.runId header's value: a UUIDv7 (common/uuid.h)
+// made the first time it is asked for, the same for the rest of the
+// process, as Debezium makes one per connector task start.
+const std::string& DebeziumRunId();
 
 class Router {
  public:

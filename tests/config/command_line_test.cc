@@ -80,12 +80,23 @@ TEST(CommandLineTest, RepublishWithoutARangeIsRefusedWithTheReason) {
               HasSubstr("--all or --since/--until, not both"));
   EXPECT_THAT(
       Parse({"republish", "--all", "--timeout-s", "0"}).status().message(),
-      HasSubstr("--timeout-s needs a positive number"));
+      HasSubstr("--timeout-s needs an integer from 1"));
   // The range flags mean nothing to the other commands.
   EXPECT_THAT(Parse({"--since", "2024-05-01"}).status().message(),
               HasSubstr("--since belongs to the republish command"));
   EXPECT_THAT(Parse({"status", "--dry-run"}).status().message(),
               HasSubstr("--dry-run belongs to the republish command"));
+}
+
+TEST(CommandLineTest, FromDebeziumTakesADebeziumVersion) {
+  auto cl = Parse(
+      {"from-debezium", "c.properties", "--debezium-version", "3.2.3.Final"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->debezium_config, "c.properties");
+  EXPECT_EQ(cl->debezium_version, "3.2.3.Final");
+  EXPECT_EQ(Parse({"from-debezium", "c.json"})->debezium_version, "");
+  EXPECT_THAT(Parse({"--debezium-version=3.7", "run"}).status().message(),
+              HasSubstr("--debezium-version belongs to the from-debezium"));
 }
 
 TEST(CommandLineTest, BothValueForms) {
@@ -127,6 +138,13 @@ TEST(CommandLineTest, Errors) {
            {{"--set", "novalue"}, "--set expects KEY=VALUE"},
            {{"--set", "=1"}, "--set expects KEY=VALUE"},
            {{"--config="}, "--config needs a file name"},
+           {{"republish", "--all", "--timeout-s", "abc"},
+            "--timeout-s needs an integer from 1, got \"abc\""},
+           {{"republish", "--all", "--timeout-s", "0"},
+            "--timeout-s needs an integer from 1"},
+           {{"republish", "--all", "--timeout-s=+5"}, "got \"+5\""},
+           {{"republish", "--all", "--timeout-s", "99999999999"},
+            "--timeout-s needs an integer"},
        }) {
     auto cl = Parse(tc.args);
     EXPECT_EQ(cl.status().code(), absl::StatusCode::kInvalidArgument)

@@ -485,6 +485,7 @@ outbox:
   EXPECT_EQ(c.outbox.debezium.connector_logical_name, "shop");
   EXPECT_EQ(c.outbox.debezium.task_id, "2");
   EXPECT_EQ(c.outbox.debezium.connector_name, "postgresql");
+  EXPECT_TRUE(c.outbox.debezium.run_id);  // the newest Debezium's headers
   EXPECT_EQ(c.outbox.timestamp, TimestampSource::kProduce);
   EXPECT_EQ(c.outbox.timestamp_column, "occurred_at");
   // A YAML list is the comma-separated form.
@@ -503,6 +504,9 @@ outbox:
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->outbox.compatibility, Compatibility::kDebezium);
   EXPECT_EQ(set->outbox.fields, "a:header,b:envelope");
+  auto three = Load({"--set", "outbox.debezium.run_id=false"});
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_FALSE(three->outbox.debezium.run_id);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // notes.
 #include "config/debezium_connector.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "config/config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -128,6 +130,65 @@ TEST(DebeziumConnectorTest, EveryEventRouterOptionFromConnectRestJson) {
   EXPECT_THAT(t->notes,
               testing::Contains(HasSubstr("table.expand.json.payload")));
   EXPECT_THAT(t->yaml, HasSubstr("\"orders-outbox\""));
+}
+
+// Values with a newline, a tab and control characters: the YAML loads and
+// gives the same bytes back; notes stay comments.
+TEST(DebeziumConnectorTest, ControlCharactersInValuesStayInTheirScalars) {
+  auto t = TranslateDebeziumConnector(R"({
+    "name": "out\nbox: 1",
+    "config": {
+      "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+      "database.hostname": "db", "topic.prefix": "dbz\nnext: 1\u0001\u001f",
+      "plugin.name": "pgoutput", "database.dbname": "s\tx\r",
+      "publication.autocreate.mode": "filtered",
+      "table.include.list": "public.outbox",
+      "tasks.max": "1\nkafka: {brokers: evil}",
+      "transforms": "outbox",
+      "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+      "transforms.outbox.table.fields.additional.placement": "type:header:a\u0002b"
+    }})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  Config c = Load(*t);
+  EXPECT_EQ(c.outbox.debezium.connector_logical_name, "dbz\nnext: 1\x01\x1f");
+  EXPECT_EQ(c.postgres.conninfo, "host=db dbname=s\tx\r");
+  EXPECT_EQ(c.outbox.fields,
+            "type:header:a\x02"
+            "b");
+  EXPECT_EQ(c.kafka.brokers, "127.0.0.1:9092");
+  for (const std::string& line :
+       std::vector<std::string>(absl::StrSplit(t->yaml, '\n'))) {
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_THAT(line, testing::MatchesRegex("^[ a-z_].*")) << t->yaml;
+  }
+}
+
+// outbox.debezium.run_id: the newest Debezium's four context headers unless
+// the Debezium the connector runs is older than 3.4 (no runId header).
+TEST(DebeziumConnectorTest, TheDebeziumVersionPicksTheContextHeaders) {
+  auto newest = TranslateDebeziumConnector(kBenchConnector);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_TRUE(Load(*newest).outbox.debezium.run_id);
+  EXPECT_THAT(newest->notes,
+              testing::Contains(HasSubstr("--debezium-version")));
+  for (const auto& [version, run_id] :
+       std::vector<std::pair<std::string, bool>>{{"3.2.3.Final", false},
+                                                 {"3.3", false},
+                                                 {"2.7.4.Final", false},
+                                                 {"3.4.0.Final", true},
+                                                 {"3.7.0.Final", true},
+                                                 {"4.0", true}}) {
+    auto t = TranslateDebeziumConnector(kBenchConnector, version);
+    ASSERT_TRUE(t.ok()) << version << ": " << t.status();
+    EXPECT_EQ(Load(*t).outbox.debezium.run_id, run_id) << version;
+    EXPECT_THAT(t->notes, Not(testing::Contains(HasSubstr("run_id"))));
+    EXPECT_THAT(t->yaml, HasSubstr(absl::StrCat("# Debezium ", version)));
+  }
+  for (const char* bad : {"three", "3", "3.x", "-3.2"}) {
+    auto t = TranslateDebeziumConnector(kBenchConnector, bad);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(t.status().message(), HasSubstr("is not a Debezium version"));
+  }
 }
 
 TEST(DebeziumConnectorTest, ALiteralTopicKeepsItsBracesAndWarnMapsToWarn) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CTest: a bench/ script that checks itself (exit 0 = pass) on the
-# fixture's PostgreSQL and Kafka: debezium_compare.sh (Debezium 3.2 + Outbox
-# Event Router against outbox-relay in compatibility mode, record by record)
+# fixture's PostgreSQL and Kafka: debezium_compare.sh (Debezium 3.2.3 and
+# 3.7.0 + Outbox Event Router against outbox-relay in compatibility mode,
+# record by record)
 # and debezium_migrate.sh (a running Debezium deployment moved to the relay
 # on its own slot). Usage: bench_script_test.sh BUILD_DIR SCRIPT. The env
 # file is $OUTBOX_TEST_ENV.

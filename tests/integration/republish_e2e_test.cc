@@ -189,6 +189,68 @@ TEST_F(RepublishTest, RecordsAreTheRelaysByteForByte) {
   }
 }
 
+// outbox.topic_regex routes (issue 23, item 11): audit and republish read
+// the topics that routing gives, not the template's. One aggregate type the
+// regex matches (routed.<type>.events), one it does not (the value itself is
+// the topic, as Debezium's RegexRouter leaves it).
+TEST_F(RepublishTest, AuditAndRepublishReadTheTopicsARegexRoutesTo) {
+  const std::vector<std::string> regex_route = {
+      "--set", "outbox.topic_regex=(?<kind>" + aggtype_ + ")", "--set",
+      "outbox.topic_replacement=routed.${kind}.events"};
+  extra_relay_args_.insert(extra_relay_args_.end(), regex_route.begin(),
+                           regex_route.end());
+  topic_ = "routed." + aggtype_ + ".events";  // what Audit() reads
+  const std::string unmatched = aggtype_ + "x";
+  auto insert_unmatched = [&](const std::string& id) {
+    db_->Exec("INSERT INTO public." + table_ +
+              " (id, aggregatetype, aggregateid, type, payload) VALUES ('" +
+              id + "', '" + unmatched + "', 'k-u', 'Unmatched', '{}')");
+  };
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> events;
+  Write(1, 5, 3, 0, &events, &rolled_back_);
+  const std::string unmatched_id =
+      db_->Scalar("SELECT gen_random_uuid()::text");
+  insert_unmatched(unmatched_id);
+  Audit(events, rolled_back_, events.size());
+  ASSERT_EQ(Topic(unmatched, 1).size(), 1u);
+
+  // The audit, as an operator runs it: the relay's configuration (the
+  // default template, which the regex overrides).
+  std::vector<std::string> audit_args = regex_route;
+  audit_args.insert(
+      audit_args.end(),
+      {"--topic", "outbox.event.{aggregatetype}", "--max-duplicates", "0"});
+  std::string out;
+  EXPECT_EQ(RunOutboxAudit(audit_args, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("missing            0"));
+
+  // Nothing is missing: republish finds every event in its routed topic.
+  const size_t all = events.size() + 1;
+  ASSERT_EQ(Republish({"--all", "--dry-run"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("events considered   ", all)));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("already in Kafka    ", all)));
+
+  // Two events the slot never saw, one per kind of route: republish sends
+  // exactly those, each to its routed topic.
+  StopRelay();
+  db_->Exec("SELECT pg_drop_replication_slot('" + slot_ + "')");
+  std::vector<Event> lost;
+  Write(2, 1, 1, 0, &lost, &rolled_back_);
+  const std::string lost_unmatched =
+      db_->Scalar("SELECT gen_random_uuid()::text");
+  insert_unmatched(lost_unmatched);
+  ASSERT_EQ(Republish({"--all"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("re-published        2"));
+  EXPECT_THAT(out, HasSubstr("failed              0"));
+  EXPECT_EQ(Topic(topic_, 100000).size(), events.size() + 1);
+  EXPECT_EQ(Topic(unmatched, 100000).size(), 2u);
+  EXPECT_EQ(RunOutboxAudit(audit_args, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("missing            0"));
+  EXPECT_THAT(out, HasSubstr("duplicates         0"));
+}
+
 // An event Kafka refuses (over message.max.bytes) is not delivered: exit 1
 // with one line naming it, not a success.
 TEST_F(RepublishTest, AnUndeliveredEventIsAFailure) {

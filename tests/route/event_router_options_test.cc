@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/uuid.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "route/field_placement.h"
@@ -53,6 +54,13 @@ absl::StatusOr<Record> Route(const OutboxConfig& outbox, const Change& c) {
   return rec;
 }
 
+MATCHER_P(RunIdHeaderIs, value, "") {
+  return arg.name == "__debezium.context.runId" && arg.value == value &&
+         !arg.is_null;
+}
+
+// Debezium 3.4 and later (3.7.0 compared in bench/debezium_compare.sh): a
+// fourth header, runId, a UUIDv7 the same on every record of a run.
 TEST(DebeziumCompatibilityTest, ContextHeadersPrecedeIdInDebeziumsOrder) {
   OutboxConfig o;
   o.compatibility = Compatibility::kDebezium;
@@ -61,12 +69,37 @@ TEST(DebeziumCompatibilityTest, ContextHeadersPrecedeIdInDebeziumsOrder) {
   o.fields = "type:header:eventType";
   auto rec = Route(o, Insert());
   ASSERT_TRUE(rec.ok()) << rec.status();
+  const std::string& run_id = DebeziumRunId();
+  EXPECT_TRUE(IsUuidV7(run_id)) << run_id;
   EXPECT_THAT(
       rec->headers,
       ElementsAre(HeaderIs("__debezium.context.connectorLogicalName", "shop"),
                   HeaderIs("__debezium.context.taskId", "3"),
                   HeaderIs("__debezium.context.connectorName", "postgresql"),
-                  HeaderIs("id", "e1"), HeaderIs("eventType", "Created")));
+                  RunIdHeaderIs(run_id), HeaderIs("id", "e1"),
+                  HeaderIs("eventType", "Created")));
+  // Another record, another Router of the same process: the same run id.
+  Change second = Insert();
+  second.columns[0].value = "e2";
+  auto again = Route(o, second);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->headers.size(), 6u);
+  EXPECT_THAT(again->headers[3], RunIdHeaderIs(run_id));
+}
+
+// Debezium 3.3 and older (3.2.3 compared): the three headers alone.
+TEST(DebeziumCompatibilityTest, WithoutRunIdTheThreeHeadersOfDebezium32) {
+  OutboxConfig o;
+  o.compatibility = Compatibility::kDebezium;
+  o.debezium.run_id = false;
+  auto rec = Route(o, Insert());
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_THAT(
+      rec->headers,
+      ElementsAre(HeaderIs("__debezium.context.connectorLogicalName", "dbz"),
+                  HeaderIs("__debezium.context.taskId", "0"),
+                  HeaderIs("__debezium.context.connectorName", "postgresql"),
+                  HeaderIs("id", "e1")));
 }
 
 TEST(DebeziumCompatibilityTest, NativeModeHasNoContextHeaders) {
