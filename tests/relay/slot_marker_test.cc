@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "gmock/gmock.h"
@@ -218,6 +219,96 @@ TEST_F(SlotMarkerTest, DefaultStateDirFollowsXdgThenHome) {
   EXPECT_TRUE(absl::IsFailedPrecondition(DefaultStateDir().status()));
   if (xdg) setenv("XDG_STATE_HOME", saved_xdg.c_str(), 1);
   if (home) setenv("HOME", saved_home.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace outbox
+
+namespace outbox {
+namespace {
+
+// A store keyed by system identifier (as KafkaMarkerStore is), in memory,
+// that can be made unreachable.
+class MemoryStore final : public MarkerStore {
+ public:
+  explicit MemoryStore(std::map<std::string, std::string>* records)
+      : records_(records) {}
+  absl::StatusOr<std::optional<std::string>> Load(
+      const std::string& system_id) override {
+    ++loads;
+    if (down) return absl::UnavailableError("kafka down");
+    auto it = records_->find(system_id);
+    if (it == records_->end()) return std::nullopt;
+    return it->second;
+  }
+  absl::Status Save(const std::string& system_id,
+                    const std::string& text) override {
+    if (down) return absl::UnavailableError("kafka down");
+    (*records_)[system_id] = text;
+    return absl::OkStatus();
+  }
+  bool keyed_by_system() const override { return true; }
+  std::string where(const std::string& system_id) const override {
+    return "record " + system_id;
+  }
+  bool down = false;
+  int loads = 0;
+
+ private:
+  std::map<std::string, std::string>* records_;
+};
+
+ServerInfo At(const std::string& system_id, Lsn confirmed) {
+  ServerInfo s;
+  s.system_id = system_id;
+  s.dbname = "app";
+  s.slot_confirmed_flush = confirmed;
+  return s;
+}
+
+// postgres.slot_marker kafka: the marker is shared, so a new instance with
+// nothing of its own refuses a slot another instance streamed from.
+TEST(SlotMarkerKeyedStoreTest, ANewInstanceRefusesWhatAnotherRecorded) {
+  std::map<std::string, std::string> topic;
+  {
+    auto store = std::make_unique<MemoryStore>(&topic);
+    MemoryStore* s = store.get();
+    auto first = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+    ASSERT_TRUE(first.ok());
+    EXPECT_EQ(s->loads, 0);  // read once the server is known
+    ASSERT_TRUE((*first)->CheckCreate(At("7001", 0)).ok());
+    ASSERT_TRUE((*first)->Record(At("7001", 0x16B3748)).ok());
+    ASSERT_TRUE((*first)->Confirmed(0x200000028).ok());
+  }
+  auto store = std::make_unique<MemoryStore>(&topic);
+  MemoryStore* s = store.get();
+  auto replaced = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+  ASSERT_TRUE(replaced.ok());
+  s->down = true;  // Kafka unreachable: retried, not a first run
+  EXPECT_TRUE(absl::IsUnavailable((*replaced)->CheckCreate(At("7001", 0))));
+  s->down = false;
+  absl::Status refused = (*replaced)->CheckCreate(At("7001", 0));
+  ASSERT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              AllOf(HasSubstr("events committed after 2/28 are in no slot"),
+                    HasSubstr("record 7001")));
+  // Another cluster's key holds no marker: this process still remembers.
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition((*replaced)->CheckCreate(At("7999", 0))));
+}
+
+TEST(SlotMarkerKeyedStoreTest, ARecordKafkaRefusedIsSavedAgain) {
+  std::map<std::string, std::string> topic;
+  auto store = std::make_unique<MemoryStore>(&topic);
+  MemoryStore* s = store.get();
+  auto h = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE((*h)->CheckCreate(At("7001", 0)).ok());
+  s->down = true;
+  EXPECT_TRUE(absl::IsUnavailable((*h)->Record(At("7001", 0x16B3748))));
+  s->down = false;
+  ASSERT_TRUE((*h)->Record(At("7001", 0x16B3748)).ok());  // unchanged, saved
+  EXPECT_THAT(topic["7001"], HasSubstr("confirmed_lsn=0/16B3748"));
 }
 
 }  // namespace
