@@ -42,6 +42,10 @@ enum class TimestampSource { kAuto, kCommit, kProduce };
 // What the CDC relay does on an UPDATE of an outbox row (Debezium's
 // table.op.invalid.behavior): the row is never published again either way.
 enum class OnUpdate { kIgnore, kWarn, kError, kHalt };
+// Where outbox-relay keeps the slot marker (relay/slot_marker.h): a file in
+// postgres.state_dir, or a compacted Kafka topic (kafka.state_topic), so
+// instances need no disk of their own.
+enum class SlotMarkerStore { kFile, kKafka };
 
 inline constexpr char kDefaultTopicTemplate[] = "outbox.event.{aggregatetype}";
 
@@ -64,8 +68,10 @@ struct PostgresConfig {
   // multi-host conninfo: a libpq conninfo, several hosts allowed. Empty:
   // none.
   std::string standby_conninfo;
-  // Where the slot marker lives (relay/file_slot_history.h); empty: the
-  // default, $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.
+  // Where the slot marker lives (relay/slot_marker.h).
+  SlotMarkerStore slot_marker = SlotMarkerStore::kFile;
+  // slot_marker file: its directory; empty: the default,
+  // $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.
   std::string state_dir;
   // The LSN a refusal to recreate a lost slot named: lets the relay create
   // the slot anew (then `outbox-relay republish` closes the gap). Empty:
@@ -76,6 +82,10 @@ struct PostgresConfig {
   int64_t connect_timeout_s = 10;
   int64_t reconnect_backoff_initial_ms = 500;
   int64_t reconnect_backoff_max_ms = 30000;
+  // A standby (the slot is held by another instance) tries it this often,
+  // not with the reconnect backoff: the takeover delay after the active
+  // instance dies (daemon/lifecycle.h).
+  int64_t standby_retry_ms = 1000;
   // The relay's own logical message every this many seconds over a normal
   // connection, timed as it comes back through the slot (relay/heartbeat.h);
   // 0: none. /readyz fails when one has not come back within
@@ -177,6 +187,9 @@ struct KafkaConfig {
   // Empty: outbox-relay-<system identifier>-<slot>.
   std::string transactional_id;
   std::string checkpoint_topic = "outbox.relay.checkpoints";
+  // postgres.slot_marker kafka: the compacted topic of the slot markers,
+  // one record per system identifier and slot.
+  std::string state_topic = "outbox.relay.state";
   int64_t transaction_max_ms = 100;
   int64_t transaction_max_events = 10000;
   int64_t transaction_split_events = 1000000;
@@ -249,6 +262,7 @@ absl::string_view EnumName(PollerMode v);
 absl::string_view EnumName(Compatibility v);
 absl::string_view EnumName(TimestampSource v);
 absl::string_view EnumName(OnUpdate v);
+absl::string_view EnumName(SlotMarkerStore v);
 
 }  // namespace outbox
 

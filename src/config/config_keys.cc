@@ -91,6 +91,10 @@ std::vector<ConfigKey> BuildKeys() {
              "hosts of a multi-host postgres.conninfo: a libpq conninfo "
              "(host=a,b port=p,q for several); empty: none")
           .Secret());
+  add(Global("postgres.slot_marker", G(postgres.slot_marker),
+             "where the slot marker lives: file (in postgres.state_dir) or "
+             "kafka (the compacted topic kafka.state_topic, so instances "
+             "need no disk of their own, e.g. Kubernetes pods)"));
   add(Global("postgres.state_dir", G(postgres.state_dir),
              "directory for the slot marker, which records the slot the relay "
              "streamed from so a dropped slot is not silently created anew; "
@@ -120,6 +124,11 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("postgres.reconnect_backoff_max_ms",
              G(postgres.reconnect_backoff_max_ms),
              "cap of the doubling reconnect delay")
+          .Min(1));
+  add(Global("postgres.standby_retry_ms", G(postgres.standby_retry_ms),
+             "a standby (another instance holds the slot) tries the slot "
+             "this often: the delay of a takeover when the active instance "
+             "dies")
           .Min(1));
   add(Global("postgres.heartbeat_interval_s", G(postgres.heartbeat_interval_s),
              "emit a logical message of the relay's own (prefix "
@@ -288,6 +297,10 @@ std::vector<ConfigKey> BuildKeys() {
              "exactly_once: the producer's transactional.id; empty derives "
              "outbox-relay-<system identifier>-<slot>, so a standby fences a "
              "stale instance of the same slot"));
+  add(Global("kafka.state_topic", G(kafka.state_topic),
+             "postgres.slot_marker kafka: the compacted topic holding one "
+             "slot marker per system identifier and slot (created compacted "
+             "when missing)"));
   add(Global("kafka.checkpoint_topic", G(kafka.checkpoint_topic),
              "exactly_once: the compacted topic holding one checkpoint per "
              "database and slot (created compacted when missing)"));
@@ -375,6 +388,7 @@ constexpr absl::string_view kTimestampSourceNames[] = {"auto", "commit",
                                                        "produce"};
 constexpr absl::string_view kOnUpdateNames[] = {"ignore", "warn", "error",
                                                 "halt"};
+constexpr absl::string_view kSlotMarkerStoreNames[] = {"file", "kafka"};
 
 template <typename E>
 struct EnumTraits;
@@ -406,6 +420,10 @@ struct EnumTraits<TimestampSource> {
 template <>
 struct EnumTraits<OnUpdate> {
   static constexpr const auto& kNames = kOnUpdateNames;
+};
+template <>
+struct EnumTraits<SlotMarkerStore> {
+  static constexpr const auto& kNames = kSlotMarkerStoreNames;
 };
 
 template <typename E>
@@ -454,6 +472,7 @@ absl::string_view EnumName(PollerMode v) { return NameOf(v); }
 absl::string_view EnumName(Compatibility v) { return NameOf(v); }
 absl::string_view EnumName(TimestampSource v) { return NameOf(v); }
 absl::string_view EnumName(OnUpdate v) { return NameOf(v); }
+absl::string_view EnumName(SlotMarkerStore v) { return NameOf(v); }
 
 bool ConfigKey::IsMap() const {
   if (global != nullptr) {

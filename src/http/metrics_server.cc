@@ -91,6 +91,11 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
                   HealthState h = p->health();
                   ServeHealth(h.alive && h.ready, h.detail, res);
                 });
+  p->server.Get("/activez",
+                [p](const httplib::Request&, httplib::Response& res) {
+                  HealthState h = p->health();
+                  ServeHealth(h.alive && h.active, h.detail, res);
+                });
   if (p->status) {
     p->server.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(kStatusPageHtml, "text/html; charset=utf-8");
@@ -102,6 +107,10 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
           snapshot.alive = h.alive;
           snapshot.ready = h.alive && h.ready;
           snapshot.health_detail = h.detail;
+          if (!h.role.empty()) {
+            snapshot.role = h.role;
+            snapshot.active = h.alive && h.active;
+          }
           res.set_header("Cache-Control", "no-store");
           res.set_content(ToJson(snapshot), "application/json; charset=utf-8");
         });

@@ -6,8 +6,12 @@
 //   GET /metrics   Prometheus text format of the registry (prometheus-cpp's
 //                  TextSerializer; never hand-formatted)
 //   GET /healthz   200 while the owner's loop is turning (alive)
-//   GET /readyz    200 while the owner holds its resources and is producing
-//                  (outbox-relay: holds the slot; outbox-poller: connected)
+//   GET /readyz    200 while the owner is healthy in its role: active and
+//                  producing, or a healthy standby (outbox-relay: another
+//                  instance holds the slot; docs/operations/
+//                  high-availability.md)
+//   GET /activez   200 only while active and streaming (the instance that
+//                  holds the slot); 503 otherwise
 //
 // Threading: the server answers on its own threads (cpp-httplib). It only
 // reads the registry (prometheus-cpp metrics are thread safe) and calls the
@@ -30,9 +34,11 @@ class Registry;
 namespace outbox {
 
 struct HealthState {
-  bool alive = false;  // /healthz
-  bool ready = false;  // /readyz
-  std::string detail;  // body text, e.g. "holding slot outbox_relay"
+  bool alive = false;   // /healthz
+  bool ready = false;   // /readyz
+  bool active = false;  // /activez
+  std::string role;     // http/daemon_role.h; "" when the owner has none
+  std::string detail;   // body text, e.g. "holding slot outbox_relay"
 };
 
 class MetricsServer {

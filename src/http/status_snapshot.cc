@@ -62,6 +62,8 @@ std::string ToJson(const StatusSnapshot& s) {
     o.Add("alive", s.alive);
     o.Add("ready", s.ready);
     o.Add("health_detail", s.health_detail);
+    o.Add("role", s.role);
+    o.Add("active", s.active);
     o.Add("events_delivered", s.events_delivered);
     o.Add("latency_count", s.latency_count);
     o.Add("latency_sum_seconds", s.latency_sum_seconds);

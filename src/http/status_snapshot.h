@@ -28,6 +28,10 @@ struct StatusSnapshot {
   bool alive = false;
   bool ready = false;
   std::string health_detail;
+  // http/daemon_role.h: "standby", "active", "draining", "stopped"; and
+  // /activez (active and streaming).
+  std::optional<std::string> role;
+  std::optional<bool> active;
 
   std::optional<int64_t> events_delivered;  // acknowledged by Kafka
   // The delivery latency histogram's count and sum (commit -> report).

@@ -59,7 +59,18 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
   Checkpoint last;
   last.system_identifier = system_identifier;
   last.slot = slot;
-  const std::string key = Checkpoint::Key(system_identifier, slot);
+  absl::StatusOr<std::optional<std::string>> value =
+      ReadLatestValue(options, topic, Checkpoint::Key(system_identifier, slot),
+                      timeout_ms, "checkpoint topic");
+  if (!value.ok()) return value.status();
+  if (!value->has_value()) return last;
+  return Checkpoint::Parse(**value);
+}
+
+absl::StatusOr<std::optional<std::string>> ReadLatestValue(
+    const KafkaOptions& options, const std::string& topic,
+    const std::string& key, int timeout_ms, absl::string_view what) {
+  std::optional<std::string> last;
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
   std::vector<std::pair<std::string, std::string>> props;
@@ -77,14 +88,14 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
         RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
       return absl::InvalidArgumentError(
-          absl::StrCat("kafka property ", k, " (checkpoint reader): ", err));
+          absl::StrCat("kafka property ", k, " (", what, " reader): ", err));
     }
   }
   rd_kafka_t* raw = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
   if (raw == nullptr) {
     rd_kafka_conf_destroy(conf);
     return absl::InternalError(
-        absl::StrCat("cannot create the checkpoint reader: ", err));
+        absl::StrCat("cannot create the ", what, " reader: ", err));
   }
   std::unique_ptr<rd_kafka_t, KafkaDeleter> rk(raw);
   const rd_kafka_metadata_t* md = nullptr;
@@ -93,7 +104,7 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
   rd_kafka_topic_destroy(rkt);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError(absl::StrCat(
-        "cannot read the checkpoint topic ", topic, ": ", rd_kafka_err2str(e)));
+        "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
   }
   int partitions = 0;
   bool missing = md->topic_cnt == 0 || md->topics[0].err != 0;
@@ -110,9 +121,8 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
                                          &high, timeout_ms);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
       rd_kafka_topic_partition_list_destroy(list);
-      return absl::UnavailableError(
-          absl::StrCat("cannot read the checkpoint topic ", topic, ": ",
-                       rd_kafka_err2str(e)));
+      return absl::UnavailableError(absl::StrCat(
+          "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
     }
     if (high <= low) continue;
     rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset =
@@ -127,7 +137,7 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
   rd_kafka_topic_partition_list_destroy(list);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError(absl::StrCat(
-        "cannot read the checkpoint topic ", topic, ": ", rd_kafka_err2str(e)));
+        "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
   }
   // read_committed stops at the last stable offset; end of partition is
   // reported there.
@@ -136,7 +146,7 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
   while (eofs < to_read) {
     if (waited >= timeout_ms) {
       return absl::UnavailableError(
-          absl::StrCat("timed out reading the checkpoint topic ", topic));
+          absl::StrCat("timed out reading the ", what, " ", topic));
     }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk.get(), 100);
     if (m == nullptr) {
@@ -146,21 +156,19 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       ++eofs;
     } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      std::string what = rd_kafka_message_errstr(m);
+      std::string error = rd_kafka_message_errstr(m);
       rd_kafka_message_destroy(m);
       return absl::UnavailableError(
-          absl::StrCat("cannot read the checkpoint topic ", topic, ": ", what));
+          absl::StrCat("cannot read the ", what, " ", topic, ": ", error));
     } else if (m->key != nullptr &&
                absl::string_view(static_cast<const char*>(m->key),
-                                 m->key_len) == key &&
-               m->payload != nullptr) {
-      absl::StatusOr<Checkpoint> c = Checkpoint::Parse(
-          absl::string_view(static_cast<const char*>(m->payload), m->len));
-      if (!c.ok()) {
-        rd_kafka_message_destroy(m);
-        return c.status();
+                                 m->key_len) == key) {
+      // A tombstone (null value) deletes the key.
+      if (m->payload == nullptr) {
+        last.reset();
+      } else {
+        last = std::string(static_cast<const char*>(m->payload), m->len);
       }
-      last = *c;
     }
     rd_kafka_message_destroy(m);
   }

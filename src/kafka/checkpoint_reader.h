@@ -11,6 +11,7 @@
 #ifndef OUTBOX_KAFKA_CHECKPOINT_READER_H_
 #define OUTBOX_KAFKA_CHECKPOINT_READER_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -18,6 +19,13 @@
 #include "kafka/rdkafka_sink.h"
 
 namespace outbox {
+
+// The value of the newest record with `key` in compacted `topic` (read as
+// above); nullopt when there is none or the topic does not exist. `what`
+// names the topic in errors ("checkpoint topic", "state topic").
+absl::StatusOr<std::optional<std::string>> ReadLatestValue(
+    const KafkaOptions& options, const std::string& topic,
+    const std::string& key, int timeout_ms, absl::string_view what);
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
                                           const std::string& topic,

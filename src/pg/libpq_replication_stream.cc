@@ -20,6 +20,14 @@
 namespace outbox {
 namespace {
 
+constexpr char kSlotInUsePayload[] = "outbox.dev/slot-in-use";
+
+absl::Status SlotInUse(absl::string_view message) {
+  absl::Status s = absl::UnavailableError(message);
+  s.SetPayload(kSlotInUsePayload, absl::Cord("1"));
+  return s;
+}
+
 bool ValidSlotName(absl::string_view s) {
   if (s.empty() || s.size() > 63) return false;
   for (char c : s) {
@@ -205,7 +213,7 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
         "pg_replication_slots.wal_status is 'lost'"));
   }
   if (!PgConnection::IsNull(res, 0, 3)) {
-    return absl::UnavailableError(
+    return SlotInUse(
         absl::StrCat("replication slot \"", options_.slot,
                      "\" is in use by process ", PgConnection::Value(res, 0, 3),
                      " (another relay instance?); waiting for it"));
@@ -252,7 +260,7 @@ absl::Status LibpqReplicationStream::Start(Lsn start) {
         ServerError("START_REPLICATION failed",
                     res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     if (absl::StrContains(st.message(), "is active for PID")) {
-      st = absl::UnavailableError(st.message());
+      st = SlotInUse(st.message());
     }
     PQclear(res);
     return StreamError(st);
@@ -332,6 +340,11 @@ absl::Status LibpqReplicationStream::Stop() {
   }
   while (PGresult* res = PQgetResult(conn_)) PQclear(res);
   return absl::OkStatus();
+}
+
+bool IsSlotInUse(const absl::Status& status) {
+  return absl::IsUnavailable(status) &&
+         status.GetPayload(kSlotInUsePayload).has_value();
 }
 
 }  // namespace outbox

@@ -135,6 +135,10 @@ class LibpqReplicationStream : public ReplicationStream {
   Lsn flushed_ = kInvalidLsn;  // highest flush position sent
 };
 
+// True for the Unavailable that Connect() or Start() return while another
+// process (another relay instance) holds the slot: a standby's wait.
+bool IsSlotInUse(const absl::Status& status);
+
 }  // namespace outbox
 
 #endif  // OUTBOX_PG_LIBPQ_REPLICATION_STREAM_H_

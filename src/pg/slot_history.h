@@ -16,12 +16,17 @@
 //     returned from Connect() as is (FailedPrecondition, one line naming the
 //     lost range and the fix);
 //   - after creating it: Record() with the new slot's position.
-// Implementations decide how they remember (FileSlotHistory: a marker file
-// plus the process's memory). Threading: as the implementation says.
+// Implementations decide how they remember (SlotMarker: a marker file or a
+// Kafka record, plus the process's memory). Threading: as the
+// implementation says.
 #ifndef OUTBOX_PG_SLOT_HISTORY_H_
 #define OUTBOX_PG_SLOT_HISTORY_H_
 
+#include <optional>
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace outbox {
 
@@ -36,6 +41,26 @@ class SlotHistory {
   // The slot exists on `server` at server.slot_confirmed_flush. Non-OK
   // fails Connect() (the history could not be kept).
   virtual absl::Status Record(const ServerInfo& server) = 0;
+};
+
+// Where SlotMarker (relay/slot_marker.h) keeps a slot's marker text:
+// FileMarkerStore (relay/slot_marker.h), KafkaMarkerStore
+// (kafka/state_topic.h). Threading: SlotMarker serializes every call.
+class MarkerStore {
+ public:
+  virtual ~MarkerStore() = default;
+  // The marker's text; nullopt when there is none. `system_id` selects it
+  // when keyed_by_system(), else is ignored. Unavailable: try again later.
+  virtual absl::StatusOr<std::optional<std::string>> Load(
+      const std::string& system_id) = 0;
+  virtual absl::Status Save(const std::string& system_id,
+                            const std::string& text) = 0;
+  // Whether Load() needs the server's system identifier (then the marker is
+  // read at the first CheckCreate()/Record(), not at Open()).
+  virtual bool keyed_by_system() const = 0;
+  // For messages: "/var/lib/outbox-relay/outbox_relay.slot", "record
+  // <key> of Kafka topic <topic>".
+  virtual std::string where(const std::string& system_id) const = 0;
 };
 
 }  // namespace outbox

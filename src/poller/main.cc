@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
           bool ready = metrics.ready.load();
           h.alive = !ready || RealClock()->NowMicros() - last < stale_us;
           h.ready = ready;
+          h.active = ready;
+          h.role = std::string(RoleName(metrics.role.role()));
           h.detail = ready ? "polling" : "connecting to PostgreSQL";
           return h;
         },

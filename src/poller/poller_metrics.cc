@@ -37,6 +37,7 @@ PollerMetrics::PollerMetrics(prometheus::Registry& r)
                                   "Rows delivered per second, last interval")),
       connected(MakeGauge(r, "outbox_poller_connected",
                           "1 while connected to PostgreSQL")),
+      role(r, "outbox_poller"),
       unsent_(prometheus::BuildGauge()
                   .Name("outbox_poller_unsent_rows")
                   .Help("Rows neither sent nor dead-lettered")

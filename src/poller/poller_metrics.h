@@ -18,6 +18,11 @@
 //   outbox_poller_events_per_second        delivered rows/s over the last
 //                                          report interval
 //   outbox_poller_connected                1 while connected to PostgreSQL
+//   outbox_poller_role{role}               1 for the current role
+//                                          (http/daemon_role.h: standby
+//                                          while connecting, active while
+//                                          polling; every poller of a pair
+//                                          is active: SKIP LOCKED shares)
 //
 // For the status page it also keeps the connection states and the last
 // error (DaemonStatus) and fills a StatusSnapshot from the same figures.
@@ -37,6 +42,7 @@
 #include <cstdint>
 #include <string>
 
+#include "http/daemon_role.h"
 #include "http/daemon_status.h"
 #include "http/status_snapshot.h"
 
@@ -69,6 +75,8 @@ class PollerMetrics {
 
   // Connection states and the last error. Any thread.
   DaemonStatus daemon_status;
+  // The supervisor's state (daemon/lifecycle.h). Any thread.
+  DaemonRole role;
 
   // Any thread: sets `s`'s poller figures (delivered, dead letters,
   // failures, per-table backlog, states). Health is the caller's.

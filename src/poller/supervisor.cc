@@ -1,13 +1,12 @@
 #include "poller/supervisor.h"
 
-#include <chrono>
 #include <random>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "daemon/exit_code.h"
+#include "daemon/lifecycle.h"
 #include "kafka/rdkafka_sink.h"
 #include "poller/libpq_outbox_store.h"
 #include "poller/poller.h"
@@ -63,13 +62,6 @@ void RecordError(PollerMetrics* metrics, absl::string_view what,
   if (metrics != nullptr) metrics->daemon_status.SetLastError(what, s);
 }
 
-void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!stop.load() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
 }  // namespace
 
 int RunPoller(const Config& config, PollerMetrics* metrics,
@@ -91,8 +83,12 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
   }
   const StoreOptions store_options = MakeStoreOptions(config, **router);
   const PollerOptions poller_options = MakePollerOptions(config);
-  int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
-  std::string last_wait;
+  // The poller's states (daemon/lifecycle.h): standby while connecting,
+  // active while polling, draining as a session ends. Pollers share the
+  // table (SKIP LOCKED): every instance of a pair is active.
+  Lifecycle lifecycle(config.postgres, stop,
+                      metrics != nullptr ? &metrics->role : nullptr,
+                      metrics != nullptr ? &metrics->daemon_status : nullptr);
   while (!stop.load()) {
     SetStates(metrics, "connecting", kNoKafkaProducer);
     auto store = LibpqOutboxStore::Connect(store_options);
@@ -101,24 +97,15 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
       RecordError(metrics, "", s);
       if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
         Log(Severity::kError, std::string(s.message()));
-        return kExitPrecondition;
+        return lifecycle.Stop(kExitPrecondition);
       }
-      SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
-      if (s.message() != last_wait) {  // once per distinct reason
-        Log(Severity::kWarn, "waiting for PostgreSQL",
-            {{"reason", std::string(s.message())},
-             {"retry_ms", absl::StrCat(backoff)}});
-        last_wait = std::string(s.message());
-      }
-      SleepUnlessStopped(backoff, stop);
-      backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+      lifecycle.RetryAfter("PostgreSQL", s);
       continue;
     }
-    last_wait.clear();
     auto sink = RdKafkaSink::Create(kafka);
     if (!sink.ok()) {
       Log(Severity::kError, std::string(sink.status().message()));
-      return kExitUsage;
+      return lifecycle.Stop(kExitUsage);
     }
     std::vector<std::string> tables;
     for (const TableShape& t : (*store)->tables()) {
@@ -141,9 +128,11 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
       metrics->connected.Set(1);
       metrics->ready = true;
     }
+    lifecycle.Activate();
     Poller poller(poller_options, store->get(), router->get(), sink->get(),
                   RealClock(), metrics);
     absl::Status s = poller.Run(stop);
+    lifecycle.Drain();
     if (metrics != nullptr) {
       metrics->connected.Set(0);
       metrics->ready = false;
@@ -156,16 +145,15 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
          {"status", s.ok() ? "ok" : std::string(s.message())}});
     if (!s.ok()) RecordError(metrics, "session ended", s);
     SetStates(metrics, "session ended", kNoKafkaProducer);
-    if (s.ok()) return kExitOk;
+    if (s.ok()) return lifecycle.Stop(kExitOk);
     if (absl::IsFailedPrecondition(s)) {
       Log(Severity::kError, std::string(s.message()));
-      return kExitPrecondition;
+      return lifecycle.Stop(kExitPrecondition);
     }
-    if (st.batches > 0) backoff = config.postgres.reconnect_backoff_initial_ms;
-    SleepUnlessStopped(backoff, stop);
-    backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+    if (st.batches > 0) lifecycle.Progressed();
+    lifecycle.RetryAfter("PostgreSQL", s);
   }
-  return kExitOk;
+  return lifecycle.Stop(kExitOk);
 }
 
 }  // namespace outbox

@@ -13,6 +13,7 @@
 #include "outbox/clock.h"
 #include "prometheus/registry.h"
 #include "relay/from_debezium_command.h"
+#include "relay/relay_health.h"
 #include "relay/relay_metrics.h"
 #include "relay/republish_command.h"
 #include "relay/status_command.h"
@@ -21,39 +22,6 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
-
-// /healthz fails when neither the relay loop nor the supervisor has turned
-// for this long. Connecting can block up to connect_timeout_s, so that
-// counts on top.
-constexpr int64_t kAliveSlackUs = 5'000'000;
-
-outbox::HealthState Health(const outbox::RelayMetrics& metrics,
-                           const outbox::Config& config) {
-  using namespace outbox;
-  HealthState h;
-  int64_t idle_us = RealClock()->NowMicros() - metrics.last_turn_us();
-  h.alive =
-      idle_us < kAliveSlackUs + config.postgres.connect_timeout_s * 1'000'000;
-  std::string slot_problem = metrics.slot_problem();
-  if (slot_problem.empty() && config.postgres.heartbeat_interval_s > 0) {
-    slot_problem = metrics.heartbeat_problem(
-        RealClock()->NowMicros(),
-        config.postgres.heartbeat_timeout_s * 1'000'000);
-  }
-  h.ready = h.alive && metrics.ready() && slot_problem.empty();
-  if (!h.alive) {
-    h.detail = absl::StrCat("relay loop has not turned for ",
-                            idle_us / 1'000'000, " s");
-  } else if (!slot_problem.empty()) {
-    h.detail = slot_problem;
-  } else if (h.ready) {
-    h.detail = absl::StrCat("streaming from slot ", config.postgres.slot);
-  } else {
-    h.detail = absl::StrCat("not streaming from slot ", config.postgres.slot,
-                            " (connecting or waiting to reconnect)");
-  }
-  return h;
-}
 
 // /status.json: the metrics' figures and the configured limits.
 outbox::StatusSnapshot Status(const outbox::RelayMetrics& metrics,
@@ -102,7 +70,8 @@ int main(int argc, char** argv) {
     const Config& c = *config;
     RelayMetrics* m = metrics.get();
     auto server = MetricsServer::Start(
-        c.http.listen, metrics->registry(), [m, &c] { return Health(*m, c); },
+        c.http.listen, metrics->registry(),
+        [m, &c] { return RelayHealth(*m, c, RealClock()->NowMicros()); },
         [m, &c] { return Status(*m, c); });
     if (!server.ok()) {
       Log(Severity::kError, std::string(server.status().message()));

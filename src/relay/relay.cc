@@ -399,6 +399,7 @@ bool Relay::ReportFailed() const {
 
 absl::Status Relay::Shutdown(absl::Status result) {
   if (metrics_ != nullptr) metrics_->SetStreaming(false);
+  if (options_.on_draining) options_.on_draining();
   if (absl::IsCancelled(result) && result.message() == kStopWhileQueueFull) {
     result = absl::OkStatus();  // SIGTERM while the producer queue was full
   }

@@ -46,6 +46,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -105,6 +106,9 @@ struct RelayOptions {
   // nonce are timed on their way back; 0: none expected. Heartbeats are
   // never events, whatever their content.
   uint64_t heartbeat_nonce = 0;
+  // Called once when the session starts ending (stop, or an error), before
+  // the final flush and status update: the supervisor's draining state.
+  std::function<void()> on_draining;
 };
 
 // Counters a session accumulates; read after Run() or from the same thread.

@@ -35,7 +35,9 @@ struct RelayMetrics::WalStatusGauges {
 
 RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
                            const Clock* clock)
-    : registry_(std::move(registry)), clock_(clock) {
+    : registry_(std::move(registry)),
+      clock_(clock),
+      role_(*registry_, "outbox_relay") {
   prometheus::Registry& r = *registry_;
   delivery_errors_ = NewCounter(
       r, "outbox_relay_delivery_errors_total",
@@ -85,7 +87,13 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
                           "1 while a process streams from the slot.");
   ready_ = NewGauge(r, "outbox_relay_ready",
                     "1 while the relay streams from a usable slot with a "
-                    "healthy producer (/readyz, less the liveness check).");
+                    "healthy producer, or is a healthy standby (another "
+                    "instance holds the slot) (/readyz, less the liveness "
+                    "check).");
+  role_.OnChange([this] {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    UpdateReadyLocked();
+  });
   last_turn_timestamp_ =
       NewGauge(r, "outbox_relay_last_turn_timestamp_seconds",
                "Unix time of the relay loop's (or, between sessions, the "
@@ -309,7 +317,12 @@ bool RelayMetrics::ready() const {
 }
 
 void RelayMetrics::UpdateReadyLocked() {
-  ready_->Set(streaming() && slot_problem_.empty() ? 1 : 0);
+  // What /readyz says (relay/relay_health.h), less liveness and the
+  // heartbeat: streaming from a usable slot, or a healthy standby.
+  const bool healthy_standby =
+      role_.role() == Role::kStandby && role_.slot_held_elsewhere();
+  ready_->Set((streaming() && slot_problem_.empty()) || healthy_standby ? 1
+                                                                        : 0);
 }
 
 void RelayMetrics::OnSlotMonitorError() { slot_monitor_errors_->Increment(); }

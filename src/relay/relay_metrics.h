@@ -53,9 +53,13 @@
 //   outbox_relay_heartbeat_age_seconds           since the last heartbeat
 //                                                came back (NaN: none yet)
 //   outbox_relay_ready                           1 while streaming from a
-//                                                usable slot (what /readyz
+//                                                usable slot, or a healthy
+//                                                standby (what /readyz
 //                                                says, less the liveness
-//                                                part: see the next one)
+//                                                part: see the last one)
+//   outbox_relay_role{role}                      1 for the instance's role
+//                                                (standby, active, draining,
+//                                                stopped; http/daemon_role.h)
 //   outbox_relay_last_turn_timestamp_seconds     Unix time of the last turn
 //                                                of the relay loop or of the
 //                                                supervisor between sessions
@@ -84,6 +88,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "http/daemon_role.h"
 #include "http/daemon_status.h"
 #include "http/status_snapshot.h"
 #include "outbox/clock.h"
@@ -177,6 +182,9 @@ class RelayMetrics {
 
   // Connection states and the last error, for the status page. Any thread.
   DaemonStatus& daemon_status() { return daemon_status_; }
+  // The supervisor's state (daemon/lifecycle.h sets it). Any thread.
+  DaemonRole& role() { return role_; }
+  const DaemonRole& role() const { return role_; }
 
   // Any thread: sets `s`'s relay figures (positions, lag, window use, slot,
   // counters, states) from the metrics' current values. Limits and health
@@ -248,6 +256,7 @@ class RelayMetrics {
   std::string slot_problem_ ABSL_GUARDED_BY(health_mu_);
   std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(health_mu_);
   DaemonStatus daemon_status_;
+  DaemonRole role_;
 
   void UpdateReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 };

@@ -12,18 +12,20 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "core/transactional_commit_policy.h"
+#include "daemon/lifecycle.h"
 #include "kafka/checkpoint_reader.h"
 #include "kafka/checkpoint_topic.h"
 #include "kafka/rdkafka_sink.h"
+#include "kafka/state_topic.h"
 #include "outbox/status_macros.h"
 #include "pg/failover_readiness.h"
 #include "pg/libpq_replication_stream.h"
 #include "pg/slot_monitor.h"
 #include "plugin/output_plugin.h"
-#include "relay/file_slot_history.h"
 #include "relay/heartbeat.h"
 #include "relay/relay.h"
 #include "relay/server_change.h"
+#include "relay/slot_marker.h"
 #include "route/message_router.h"
 #include "route/router.h"
 
@@ -111,17 +113,6 @@ std::string Mapping(const Config& config) {
   return absl::StrJoin(parts, "; ");
 }
 
-// Sleeps up to `ms`, returning early when stop is set. Keeps the health
-// heartbeat turning: waiting to reconnect is alive.
-void SleepUnlessStopped(int64_t ms, const std::atomic<bool>& stop,
-                        RelayMetrics* metrics) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!stop.load() && std::chrono::steady_clock::now() < until) {
-    if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
 constexpr std::chrono::milliseconds kSlotMonitorTick{500};
 // Failover readiness connects to every standby: a slower round than the
 // slot's, and at once when a session starts. While a check finds problems
@@ -143,18 +134,26 @@ void SetStates(RelayMetrics* metrics, absl::string_view postgres,
   if (metrics != nullptr) metrics->daemon_status().SetStates(postgres, kafka);
 }
 
-absl::StatusOr<std::unique_ptr<FileSlotHistory>> OpenHistory(
-    const Config& config) {
-  std::string dir = config.postgres.state_dir;
-  if (dir.empty()) {
-    ASSIGN_OR_RETURN(dir, FileSlotHistory::DefaultStateDir());
-  }
+// The slot marker where postgres.slot_marker keeps it.
+absl::StatusOr<std::unique_ptr<SlotMarker>> OpenSlotMarker(
+    const Config& config, const KafkaOptions& kafka) {
   Lsn acknowledged = kInvalidLsn;
   if (!config.postgres.acknowledge_slot_loss.empty()) {
     ASSIGN_OR_RETURN(acknowledged,
                      ParseLsn(config.postgres.acknowledge_slot_loss));
   }
-  return FileSlotHistory::Open(dir, config.postgres.slot, acknowledged);
+  if (config.postgres.slot_marker == SlotMarkerStore::kKafka) {
+    return SlotMarker::Open(
+        std::make_unique<KafkaMarkerStore>(
+            kafka, config.kafka.state_topic, config.postgres.slot,
+            static_cast<int>(config.kafka.flush_timeout_ms)),
+        config.postgres.slot, acknowledged);
+  }
+  std::string dir = config.postgres.state_dir;
+  if (dir.empty()) {
+    ASSIGN_OR_RETURN(dir, DefaultStateDir());
+  }
+  return OpenFileSlotMarker(dir, config.postgres.slot, acknowledged);
 }
 
 // Queries the slot every kSlotMonitorInterval on its own thread, over a
@@ -174,7 +173,7 @@ class SlotMonitorThread {
  public:
   // `metrics` and `history` may each be null.
   SlotMonitorThread(const Config& config, RelayMetrics* metrics,
-                    FileSlotHistory* history)
+                    SlotMarker* history)
       : conninfo_(config.postgres.conninfo),
         standby_conninfo_(config.postgres.standby_conninfo),
         slot_(config.postgres.slot),
@@ -288,7 +287,7 @@ class SlotMonitorThread {
   const bool failover_slot_;
   const int connect_timeout_s_;
   RelayMetrics* metrics_;
-  FileSlotHistory* history_;
+  SlotMarker* history_;
   std::unique_ptr<SlotMonitor> monitor_;  // monitor thread only
   std::string last_error_;                // monitor thread only
   // Monitor thread only: when to check failover readiness next, and the
@@ -302,271 +301,321 @@ class SlotMonitorThread {
   std::thread thread_;  // last: starts after everything above
 };
 
-}  // namespace
+// One session's connections: the replication stream that holds the slot,
+// the producer, and (exactly once) the commit policy over it.
+struct Session {
+  std::unique_ptr<LibpqReplicationStream> stream;
+  std::unique_ptr<RdKafkaSink> sink;
+  std::unique_ptr<TransactionalCommitPolicy> policy;
+};
 
-int RunRelay(const Config& config, const std::atomic<bool>& stop,
-             RelayMetrics* metrics) {
-  absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config);
-  if (!router.ok()) {
-    Log(Severity::kError, std::string(router.status().message()));
-    return kExitUsage;
-  }
-  absl::StatusOr<std::unique_ptr<OutputPlugin>> plugin =
-      MakePlugin(config, **router);
-  if (!plugin.ok()) {
-    Log(Severity::kError, std::string(plugin.status().message()));
-    return kExitUsage;
-  }
-  std::unique_ptr<MessageRouter> message_router;
-  if (config.outbox.messages.enabled) {
-    if (config.outbox.messages.prefix == kHeartbeatPrefix) {
-      Log(Severity::kError,
-          absl::StrCat("outbox.messages.prefix \"", kHeartbeatPrefix,
-                       "\" is the relay's heartbeat prefix"));
-      return kExitUsage;
-    }
-    absl::StatusOr<std::unique_ptr<MessageRouter>> m =
-        MessageRouter::Create(config.outbox);
-    if (!m.ok()) {
-      Log(Severity::kError, std::string(m.status().message()));
-      return kExitUsage;
-    }
-    message_router = std::move(*m);
-  }
-  KafkaOptions kafka = RelayKafkaOptions(config);
-  if (metrics != nullptr) {
-    kafka.on_connection_state = metrics->daemon_status().KafkaStateListener();
-  }
-  int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
-  std::string last_wait;
-  // A relay that may create its slot remembers it (FileSlotHistory), so a
-  // slot that disappears is not created anew; one that may not needs no
-  // memory.
-  std::unique_ptr<FileSlotHistory> history;
-  if (config.postgres.create_slot) {
-    absl::StatusOr<std::unique_ptr<FileSlotHistory>> h = OpenHistory(config);
-    if (!h.ok()) {
-      Log(Severity::kError, std::string(h.status().message()));
-      return kExitPrecondition;
-    }
-    history = std::move(*h);
-  }
-  // The previous session's server, to log a promotion or another cluster;
-  // before the first session, the one the slot marker recorded (a promotion
-  // while the relay was down).
-  std::optional<ServerIdentity> previous_server;
-  if (history != nullptr) previous_server = history->RecordedServer();
-  bool first_session = true;
-  // Exactly once: events Kafka refused inside an aborted transaction, to
-  // dead-letter when the next session replays them.
-  RefusedEvents refused;
-  bool checkpoint_topic_checked = false;  // once per process
-  std::unique_ptr<SlotMonitorThread> slot_monitor;
-  if (metrics != nullptr || history != nullptr) {
-    slot_monitor =
-        std::make_unique<SlotMonitorThread>(config, metrics, history.get());
-  }
-  // The heartbeat's nonce tells this process's messages from any other's.
-  const uint64_t heartbeat_nonce =
-      config.postgres.heartbeat_interval_s > 0 ? NewHeartbeatNonce() : 0;
-  std::unique_ptr<HeartbeatEmitter> heartbeat;
-  if (heartbeat_nonce != 0) {
-    heartbeat = std::make_unique<HeartbeatEmitter>(
-        HeartbeatEmitter::Options{
-            config.postgres.conninfo,
-            static_cast<int>(config.postgres.connect_timeout_s),
-            config.postgres.heartbeat_interval_s, heartbeat_nonce},
-        metrics);
-  }
-  while (!stop.load()) {
-    if (metrics != nullptr) metrics->Heartbeat(RealClock()->NowMicros());
-    SetStates(metrics, "connecting", kNoKafkaProducer);
-    auto stream = LibpqReplicationStream::Connect(
-        StreamOptions(config, **router, plugin->get(), history.get()));
-    if (!stream.ok()) {
-      const absl::Status& s = stream.status();
-      RecordError(metrics, "", s);
-      if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
-        SetStates(metrics, "refused (exiting)", kNoKafkaProducer);
-        Log(Severity::kError, std::string(s.message()));
-        return kExitPrecondition;
-      }
-      SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
-      // Say it once per distinct reason, not every retry.
-      if (s.message() != last_wait) {
-        Log(Severity::kWarn, "waiting for PostgreSQL",
-            {{"reason", std::string(s.message())},
-             {"retry_ms", absl::StrCat(backoff)}});
-        last_wait = std::string(s.message());
-      }
-      SleepUnlessStopped(backoff, stop, metrics);
-      backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
-      continue;
-    }
-    last_wait.clear();
-    const ServerInfo& server = (*stream)->server();
-    if (server.slot_failover_enabled) {
-      Log(Severity::kInfo, "enabled failover on the replication slot",
-          {{"slot", config.postgres.slot}});
-    }
-    KafkaOptions session_kafka = kafka;
-    if (config.kafka.exactly_once) {
-      session_kafka.transactional_id =
-          !config.kafka.transactional_id.empty()
-              ? config.kafka.transactional_id
-              : absl::StrCat("outbox-relay-", server.system_id, "-",
-                             config.postgres.slot);
-    }
-    auto sink = RdKafkaSink::Create(session_kafka);
-    if (!sink.ok() && absl::IsUnavailable(sink.status())) {
-      // init_transactions could not reach the coordinator: like a broker
-      // outage, wait and retry.
-      Log(Severity::kWarn, "waiting for Kafka",
-          {{"reason", std::string(sink.status().message())}});
-      SleepUnlessStopped(backoff, stop, metrics);
-      backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
-      continue;
-    }
-    if (!sink.ok()) {
-      Log(Severity::kError, std::string(sink.status().message()));
-      return kExitUsage;
-    }
-    ServerIdentity identity{server.system_id, server.timeline, server.endpoint};
-    if (first_session && previous_server.has_value() &&
-        previous_server->system_id != identity.system_id) {
-      previous_server.reset();  // FileSlotHistory::Record() warned already
-    }
-    for (const std::string& change : ServerChanges(previous_server, identity)) {
-      Log(Severity::kWarn, change, {{"slot", config.postgres.slot}});
-    }
-    previous_server = identity;
-    first_session = false;
-    // Exactly once: after init_transactions (which aborts what a previous
-    // producer left open, so the read below is not held back by it), the
-    // last committed checkpoint decides what is already published.
-    std::unique_ptr<TransactionalCommitPolicy> policy;
-    if (config.kafka.exactly_once && !checkpoint_topic_checked) {
-      absl::StatusOr<CheckpointTopicState> topic =
-          EnsureCheckpointTopic(session_kafka, config.kafka.checkpoint_topic,
-                                config.kafka.flush_timeout_ms);
-      if (absl::IsUnavailable(topic.status())) {
-        Log(Severity::kWarn, "waiting for Kafka",
-            {{"reason", std::string(topic.status().message())}});
-        SleepUnlessStopped(backoff, stop, metrics);
-        backoff =
-            std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+// RunRelay()'s state machine (daemon/lifecycle.h): as a standby, Connect()
+// tries to take the slot and set up a producer; as the active instance,
+// Stream() runs the session until it ends (draining as it does); a
+// transient error goes back to standby, anything else stops with its exit
+// code (set by Exit()).
+class RelaySupervisor {
+ public:
+  RelaySupervisor(const Config& config, const std::atomic<bool>& stop,
+                  RelayMetrics* metrics)
+      : config_(config),
+        stop_(stop),
+        metrics_(metrics),
+        lifecycle_(config.postgres, stop,
+                   metrics != nullptr ? &metrics->role() : nullptr,
+                   metrics != nullptr ? &metrics->daemon_status() : nullptr,
+                   [metrics] {
+                     if (metrics != nullptr) {
+                       metrics->Heartbeat(RealClock()->NowMicros());
+                     }
+                   }) {}
+
+  int Run() {
+    if (std::optional<int> code = Prepare()) return lifecycle_.Stop(*code);
+    while (!stop_.load()) {
+      absl::StatusOr<Session> session = Connect();  // standby
+      if (!session.ok()) {
+        if (exit_code_) return lifecycle_.Stop(*exit_code_);
+        lifecycle_.RetryAfter(waiting_for_, session.status(),
+                              IsSlotInUse(session.status()));
         continue;
       }
-      checkpoint_topic_checked = true;
+      lifecycle_.Activate();
+      absl::Status end = Stream(*session);  // active, then draining
+      if (end.ok()) break;
+      if (exit_code_) return lifecycle_.Stop(*exit_code_);
+      if (metrics_ != nullptr) metrics_->OnReconnect();
+      lifecycle_.RetryAfter("PostgreSQL", end, IsSlotInUse(end));
+    }
+    return lifecycle_.Stop(kExitOk);
+  }
+
+ private:
+  // What every session shares, made once; an exit code when the
+  // configuration cannot work.
+  std::optional<int> Prepare() {
+    absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config_);
+    if (!router.ok()) return LogExit(kExitUsage, router.status());
+    router_ = std::move(*router);
+    absl::StatusOr<std::unique_ptr<OutputPlugin>> plugin =
+        MakePlugin(config_, *router_);
+    if (!plugin.ok()) return LogExit(kExitUsage, plugin.status());
+    plugin_ = std::move(*plugin);
+    if (config_.outbox.messages.enabled) {
+      if (config_.outbox.messages.prefix == kHeartbeatPrefix) {
+        return LogExit(kExitUsage,
+                       absl::InvalidArgumentError(absl::StrCat(
+                           "outbox.messages.prefix \"", kHeartbeatPrefix,
+                           "\" is the relay's heartbeat prefix")));
+      }
+      absl::StatusOr<std::unique_ptr<MessageRouter>> m =
+          MessageRouter::Create(config_.outbox);
+      if (!m.ok()) return LogExit(kExitUsage, m.status());
+      message_router_ = std::move(*m);
+    }
+    kafka_ = RelayKafkaOptions(config_);
+    // A relay that may create its slot remembers it (SlotMarker), so a
+    // slot that disappears is not created anew; one that may not needs no
+    // memory.
+    if (config_.postgres.create_slot) {
+      absl::StatusOr<std::unique_ptr<SlotMarker>> h =
+          OpenSlotMarker(config_, kafka_);
+      if (!h.ok()) return LogExit(kExitPrecondition, h.status());
+      history_ = std::move(*h);
+      // Before the first session, the server the marker recorded (a
+      // promotion while the relay was down).
+      previous_server_ = history_->RecordedServer();
+    }
+    if (metrics_ != nullptr) {
+      kafka_.on_connection_state =
+          metrics_->daemon_status().KafkaStateListener();
+    }
+    if (metrics_ != nullptr || history_ != nullptr) {
+      slot_monitor_ = std::make_unique<SlotMonitorThread>(config_, metrics_,
+                                                          history_.get());
+    }
+    // The heartbeat's nonce tells this process's messages from any other's.
+    if (config_.postgres.heartbeat_interval_s > 0) {
+      heartbeat_nonce_ = NewHeartbeatNonce();
+      heartbeat_ = std::make_unique<HeartbeatEmitter>(
+          HeartbeatEmitter::Options{
+              config_.postgres.conninfo,
+              static_cast<int>(config_.postgres.connect_timeout_s),
+              config_.postgres.heartbeat_interval_s, heartbeat_nonce_},
+          metrics_);
+    }
+    return std::nullopt;
+  }
+
+  // Standby: one attempt to hold the slot and set up a producer for it.
+  // Errors to retry are returned as they are (`waiting_for_` says what for);
+  // errors to exit on also set exit_code_.
+  absl::StatusOr<Session> Connect() {
+    if (metrics_ != nullptr) metrics_->Heartbeat(RealClock()->NowMicros());
+    SetStates(metrics_, "connecting", kNoKafkaProducer);
+    waiting_for_ = "PostgreSQL";
+    Session session;
+    auto stream = LibpqReplicationStream::Connect(
+        StreamOptions(config_, *router_, plugin_.get(), history_.get()));
+    if (!stream.ok()) {
+      const absl::Status& s = stream.status();
+      // Another instance holding the slot is a standby's normal state.
+      if (!IsSlotInUse(s)) RecordError(metrics_, "", s);
+      if (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s)) {
+        SetStates(metrics_, "refused (exiting)", kNoKafkaProducer);
+        return Exit(kExitPrecondition, s);
+      }
+      return s;
+    }
+    session.stream = std::move(*stream);
+    const ServerInfo& server = session.stream->server();
+    if (server.slot_failover_enabled) {
+      Log(Severity::kInfo, "enabled failover on the replication slot",
+          {{"slot", config_.postgres.slot}});
+    }
+    KafkaOptions session_kafka = kafka_;
+    if (config_.kafka.exactly_once) {
+      session_kafka.transactional_id =
+          !config_.kafka.transactional_id.empty()
+              ? config_.kafka.transactional_id
+              : absl::StrCat("outbox-relay-", server.system_id, "-",
+                             config_.postgres.slot);
+    }
+    waiting_for_ = "Kafka";
+    auto sink = RdKafkaSink::Create(session_kafka);
+    // init_transactions could not reach the coordinator: like a broker
+    // outage, wait and retry.
+    if (absl::IsUnavailable(sink.status())) return sink.status();
+    if (!sink.ok()) return Exit(kExitUsage, sink.status());
+    session.sink = std::move(*sink);
+    LogServerChanges(server);
+    if (config_.kafka.exactly_once) {
+      absl::Status s = StartTransactions(session, session_kafka);
+      if (!s.ok()) return s;
+    }
+    return session;
+  }
+
+  void LogServerChanges(const ServerInfo& server) {
+    ServerIdentity identity{server.system_id, server.timeline, server.endpoint};
+    if (first_session_ && previous_server_.has_value() &&
+        previous_server_->system_id != identity.system_id) {
+      previous_server_.reset();  // SlotMarker::Record() warned already
+    }
+    for (const std::string& change :
+         ServerChanges(previous_server_, identity)) {
+      Log(Severity::kWarn, change, {{"slot", config_.postgres.slot}});
+    }
+    previous_server_ = identity;
+    first_session_ = false;
+  }
+
+  // Exactly once: after init_transactions (which aborts what a previous
+  // producer left open, so the read below is not held back by it), the
+  // last committed checkpoint decides what is already published.
+  absl::Status StartTransactions(Session& session,
+                                 const KafkaOptions& session_kafka) {
+    const ServerInfo& server = session.stream->server();
+    if (!checkpoint_topic_checked_) {
+      absl::StatusOr<CheckpointTopicState> topic =
+          EnsureCheckpointTopic(session_kafka, config_.kafka.checkpoint_topic,
+                                config_.kafka.flush_timeout_ms);
+      if (absl::IsUnavailable(topic.status())) return topic.status();
+      checkpoint_topic_checked_ = true;
       if (!topic.ok()) {
         // Maybe only creating or describing is denied: producing may work.
         Log(Severity::kWarn, std::string(topic.status().message()));
       } else if (topic->created) {
         Log(Severity::kInfo, "created the checkpoint topic",
-            {{"topic", config.kafka.checkpoint_topic},
+            {{"topic", config_.kafka.checkpoint_topic},
              {"cleanup.policy", topic->cleanup_policy}});
       } else if (!topic->compacted()) {
         Log(Severity::kWarn,
             "the checkpoint topic is not compacted: retention may delete "
             "the last checkpoint, and a restart after that publishes again "
             "what the slot still holds; set cleanup.policy=compact on it",
-            {{"topic", config.kafka.checkpoint_topic},
+            {{"topic", config_.kafka.checkpoint_topic},
              {"cleanup.policy", topic->cleanup_policy}});
       }
     }
-    if (config.kafka.exactly_once) {
-      absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(
-          session_kafka, config.kafka.checkpoint_topic, server.system_id,
-          config.postgres.slot, config.kafka.flush_timeout_ms);
-      if (!checkpoint.ok()) {
-        if (absl::IsDataLoss(checkpoint.status())) {
-          Log(Severity::kError, std::string(checkpoint.status().message()));
-          return kExitStream;
-        }
-        Log(Severity::kWarn, "waiting for Kafka",
-            {{"reason", std::string(checkpoint.status().message())}});
-        SleepUnlessStopped(backoff, stop, metrics);
-        backoff =
-            std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
-        continue;
-      }
-      TransactionOptions txn;
-      txn.checkpoint_topic = config.kafka.checkpoint_topic;
-      txn.max_ms = config.kafka.transaction_max_ms;
-      txn.max_events = config.kafka.transaction_max_events;
-      txn.split_events = config.kafka.transaction_split_events;
-      Log(Severity::kInfo, "exactly once",
-          {{"transactional_id", session_kafka.transactional_id},
-           {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
-           {"checkpoint_topic", config.kafka.checkpoint_topic}});
-      policy = std::make_unique<TransactionalCommitPolicy>(
-          txn, sink->get(), *checkpoint, &refused);
+    absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(
+        session_kafka, config_.kafka.checkpoint_topic, server.system_id,
+        config_.postgres.slot, config_.kafka.flush_timeout_ms);
+    if (absl::IsDataLoss(checkpoint.status())) {
+      return Exit(kExitStream, checkpoint.status());
     }
+    if (!checkpoint.ok()) return checkpoint.status();
+    TransactionOptions txn;
+    txn.checkpoint_topic = config_.kafka.checkpoint_topic;
+    txn.max_ms = config_.kafka.transaction_max_ms;
+    txn.max_events = config_.kafka.transaction_max_events;
+    txn.split_events = config_.kafka.transaction_split_events;
+    Log(Severity::kInfo, "exactly once",
+        {{"transactional_id", session_kafka.transactional_id},
+         {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
+         {"checkpoint_topic", config_.kafka.checkpoint_topic}});
+    session.policy = std::make_unique<TransactionalCommitPolicy>(
+        txn, session.sink.get(), *checkpoint, &refused_);
+    return absl::OkStatus();
+  }
+
+  // Active: streams until the session ends, draining as it does. OK: the
+  // relay was stopped; an error with exit_code_ set: exit; else retry.
+  absl::Status Stream(Session& session) {
+    const ServerInfo& server = session.stream->server();
     Log(Severity::kInfo, "streaming",
         {{"host", server.endpoint},
          {"server", server.version},
          {"system_id", server.system_id},
          {"timeline", absl::StrCat(server.timeline)},
          {"database", server.dbname},
-         {"slot", config.postgres.slot},
-         {"plugin", std::string((*plugin)->name())},
+         {"slot", config_.postgres.slot},
+         {"plugin", std::string(plugin_->name())},
          {"slot_created", server.slot_created ? "true" : "false"},
          {"failover_slot", server.slot_failover ? "true" : "false"},
-         {"slot_marker", history != nullptr ? history->path() : "none"},
+         {"slot_marker", history_ != nullptr ? history_->where() : "none"},
          {"start_lsn", FormatLsn(server.slot_confirmed_flush)},
-         {"kafka", config.kafka.brokers},
-         {"mapping", Mapping(config)}});
-    SetStates(metrics,
-              absl::StrCat("streaming from slot ", config.postgres.slot,
+         {"kafka", config_.kafka.brokers},
+         {"mapping", Mapping(config_)}});
+    SetStates(metrics_,
+              absl::StrCat("streaming from slot ", config_.postgres.slot,
                            " (PostgreSQL ", server.version, ")"),
-              absl::StrCat("producing to ", config.kafka.brokers));
-    std::unique_ptr<Decoder> decoder = (*plugin)->NewDecoder();
-    RelayOptions pipeline = PipelineOptions(config);
-    pipeline.message_router = message_router.get();
-    pipeline.heartbeat_nonce = heartbeat_nonce;
-    Relay relay(pipeline, stream->get(), decoder.get(), router->get(),
-                sink->get(), RealClock(), server.slot_confirmed_flush, metrics,
-                policy.get());
-    absl::Status s = relay.Run(stop);
+              absl::StrCat("producing to ", config_.kafka.brokers));
+    std::unique_ptr<Decoder> decoder = plugin_->NewDecoder();
+    RelayOptions pipeline = PipelineOptions(config_);
+    pipeline.message_router = message_router_.get();
+    pipeline.heartbeat_nonce = heartbeat_nonce_;
+    pipeline.on_draining = [this] { lifecycle_.Drain(); };
+    Relay relay(pipeline, session.stream.get(), decoder.get(), router_.get(),
+                session.sink.get(), RealClock(), server.slot_confirmed_flush,
+                metrics_, session.policy.get());
+    absl::Status s = relay.Run(stop_);
     const RelayStats& st = relay.stats();
-    std::vector<LogField> summary;
     Log(s.ok() ? Severity::kInfo : Severity::kWarn, "session ended",
         {{"delivered", absl::StrCat(st.events_delivered)},
          {"confirmed_lsn", FormatLsn(st.confirmed)},
          {"status", s.ok() ? "ok" : std::string(s.message())}});
-    if (!s.ok()) RecordError(metrics, "session ended", s);
-    SetStates(metrics, "session ended", kNoKafkaProducer);
-    if (history != nullptr && st.confirmed != kInvalidLsn) {
+    if (!s.ok()) RecordError(metrics_, "session ended", s);
+    SetStates(metrics_, "session ended", kNoKafkaProducer);
+    if (history_ != nullptr && st.confirmed != kInvalidLsn) {
       // Everything up to it is in Kafka: if the slot is lost later, the
       // events after it are the ones to re-publish.
-      if (absl::Status h = history->Confirmed(st.confirmed); !h.ok()) {
+      if (absl::Status h = history_->Confirmed(st.confirmed); !h.ok()) {
         Log(Severity::kWarn, "cannot update the slot marker",
-            {{"marker", history->path()}, {"error", std::string(h.message())}});
+            {{"marker", history_->where()},
+             {"error", std::string(h.message())}});
       }
     }
-    if (s.ok()) return kExitOk;
-    if (absl::IsInvalidArgument(s)) {
-      Log(Severity::kError, std::string(s.message()));
-      return kExitHalted;
-    }
-    if (absl::IsDataLoss(s)) {
-      Log(Severity::kError, std::string(s.message()));
-      return kExitStream;
-    }
-    if (absl::IsFailedPrecondition(s)) {
-      Log(Severity::kError, std::string(s.message()));
-      return kExitPrecondition;
-    }
+    if (s.ok()) return s;
+    if (absl::IsInvalidArgument(s)) return Exit(kExitHalted, s);
+    if (absl::IsDataLoss(s)) return Exit(kExitStream, s);
+    if (absl::IsFailedPrecondition(s)) return Exit(kExitPrecondition, s);
     // Transient: a session that made progress resets the backoff.
-    if (metrics != nullptr) metrics->OnReconnect();
     if (st.events_delivered > 0 || st.status_updates > 1) {
-      backoff = config.postgres.reconnect_backoff_initial_ms;
+      lifecycle_.Progressed();
     }
-    SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
-    SleepUnlessStopped(backoff, stop, metrics);
-    backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
+    return s;
   }
-  return kExitOk;
+
+  // Logs `s` as the reason to exit with `code`, and returns `s`.
+  absl::Status Exit(int code, absl::Status s) {
+    Log(Severity::kError, std::string(s.message()));
+    exit_code_ = code;
+    return s;
+  }
+  int LogExit(int code, const absl::Status& s) {
+    Exit(code, s).IgnoreError();
+    return code;
+  }
+
+  const Config& config_;
+  const std::atomic<bool>& stop_;
+  RelayMetrics* const metrics_;
+  Lifecycle lifecycle_;
+  std::optional<int> exit_code_;
+  const char* waiting_for_ = "PostgreSQL";  // what the last attempt met
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<OutputPlugin> plugin_;
+  std::unique_ptr<MessageRouter> message_router_;
+  KafkaOptions kafka_;
+  std::unique_ptr<SlotMarker> history_;
+  // The previous session's server, to log a promotion or another cluster.
+  std::optional<ServerIdentity> previous_server_;
+  bool first_session_ = true;
+  // Exactly once: events Kafka refused inside an aborted transaction, to
+  // dead-letter when the next session replays them.
+  RefusedEvents refused_;
+  bool checkpoint_topic_checked_ = false;            // once per process
+  std::unique_ptr<SlotMonitorThread> slot_monitor_;  // after history_
+  uint64_t heartbeat_nonce_ = 0;
+  std::unique_ptr<HeartbeatEmitter> heartbeat_;
+};
+
+}  // namespace
+
+int RunRelay(const Config& config, const std::atomic<bool>& stop,
+             RelayMetrics* metrics) {
+  return RelaySupervisor(config, stop, metrics).Run();
 }
 
 }  // namespace outbox

@@ -1,12 +1,17 @@
-// Supervisor: runs replication sessions for outbox-relay and decides what
-// each error means (STYLE.md rule 5):
-//   Unavailable / Internal / Cancelled  reconnect with exponential backoff
-//                     (server down, connection dropped, slot held by another
-//                     instance, fatal producer error: a fresh producer and
-//                     stream restart from the slot's confirmed position)
+// Supervisor: runs replication sessions for outbox-relay as a small state
+// machine (daemon/lifecycle.h): standby (trying to take the slot), active
+// (a session streams), draining (the session ends: final flush and status),
+// stopped; the role it is in is what the metrics, probes and status page
+// report. It decides what each error means (STYLE.md rule 5):
+//   Unavailable / Internal / Cancelled  back to standby and retry: every
+//                     postgres.standby_retry_ms while another instance holds
+//                     the slot, else with exponential backoff (server down,
+//                     connection dropped, fatal producer error: a fresh
+//                     producer and stream restart from the slot's confirmed
+//                     position)
 //   FailedPrecondition  exit kExitPrecondition with the one-line reason
 //                     (also a missing slot the relay streamed from
-//                     before, see FileSlotHistory, and a slot the server
+//                     before, see SlotMarker, and a slot the server
 //                     invalidated)
 //   InvalidArgument   a poison row under on_invalid=halt: kExitHalted
 //   DataLoss          an undecodable stream record or a malformed

@@ -19,5 +19,6 @@ case $script in
     dir=$(mktemp -d /tmp/debezium_compare_test.XXXXXX)
     trap 'rm -rf "$dir"' EXIT
     "$(dirname "$0")/../../bench/$script" "$dir" ;;
+  takeover.sh) "$(dirname "$0")/../../bench/$script" --kills 3 ;;
   *) "$(dirname "$0")/../../bench/$script" ;;
 esac

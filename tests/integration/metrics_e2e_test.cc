@@ -65,6 +65,14 @@ TEST_F(MetricsE2ETest, ScrapesMetricsHealthAndStatusDuringARun) {
   std::string body = Get("/healthz", &code);
   EXPECT_EQ(code, 200);
   EXPECT_THAT(body, HasSubstr(slot_));
+  // Issue 25: the role, in the metric, /activez and /status.json.
+  body = Get("/activez", &code);
+  EXPECT_EQ(code, 200) << body;
+  body = Get("/metrics", &code);
+  EXPECT_EQ(Sample(body, "outbox_relay_role{role=\"active\"}"), 1) << body;
+  EXPECT_EQ(Sample(body, "outbox_relay_role{role=\"standby\"}"), 0) << body;
+  body = Get("/status.json", &code);
+  EXPECT_THAT(body, HasSubstr("\"role\":\"active\",\"active\":true"));
 
   // 20 transactions of 10 events.
   constexpr int kEvents = 200;

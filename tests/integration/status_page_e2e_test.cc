@@ -155,6 +155,7 @@ TEST_F(StatusPageE2ETest, RendersLiveFiguresInAHeadlessBrowser) {
   EXPECT_EQ(ElementText(first, "service"), "outbox-relay") << first;
   EXPECT_EQ(ElementText(second, "health"), "ready") << second;
   EXPECT_THAT(ElementText(second, "health-detail"), HasSubstr(slot_));
+  EXPECT_EQ(ElementText(second, "role"), "active") << second;
   for (const char* field :
        {"received_lsn", "lag_bytes", "lag_seconds", "slot_retained_wal_bytes",
         "inflight_events", "tracked_events", "dead_lettered", "reconnects"}) {

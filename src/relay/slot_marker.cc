@@ -1,4 +1,4 @@
-#include "relay/file_slot_history.h"
+#include "relay/slot_marker.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/logging.h"
+#include "outbox/status_macros.h"
 #include "pg/libpq_replication_stream.h"
 #include "pg/slot_loss.h"
 
@@ -43,7 +44,7 @@ bool WriteAll(int fd, absl::string_view data) {
 
 }  // namespace
 
-absl::StatusOr<std::string> FileSlotHistory::DefaultStateDir() {
+absl::StatusOr<std::string> DefaultStateDir() {
   const char* xdg = std::getenv("XDG_STATE_HOME");
   if (xdg != nullptr && xdg[0] == '/')
     return absl::StrCat(xdg, "/outbox-relay");
@@ -57,9 +58,8 @@ absl::StatusOr<std::string> FileSlotHistory::DefaultStateDir() {
       "(it keeps the slot marker)");
 }
 
-absl::StatusOr<std::unique_ptr<FileSlotHistory>> FileSlotHistory::Open(
-    const std::string& state_dir, const std::string& slot,
-    Lsn acknowledged_loss) {
+absl::StatusOr<std::unique_ptr<FileMarkerStore>> FileMarkerStore::Open(
+    const std::string& state_dir, const std::string& slot) {
   std::error_code ec;
   const bool created = std::filesystem::create_directories(state_dir, ec);
   if (created && !ec) {  // an existing directory keeps its owner's mode
@@ -71,26 +71,69 @@ absl::StatusOr<std::unique_ptr<FileSlotHistory>> FileSlotHistory::Open(
         "cannot use postgres.state_dir ", state_dir,
         " for the slot marker: ", ec ? ec.message() : std::strerror(errno),
         "; set postgres.state_dir to a writable directory that outlives the "
-        "relay"));
+        "relay, or postgres.slot_marker: kafka"));
   }
-  std::unique_ptr<FileSlotHistory> h(
-      new FileSlotHistory(slot, state_dir, acknowledged_loss));
-  std::ifstream in(h->path_);
-  if (in.is_open()) {
-    std::stringstream text;
-    text << in.rdbuf();
+  return std::unique_ptr<FileMarkerStore>(
+      new FileMarkerStore(state_dir, state_dir + "/" + slot + ".slot"));
+}
+
+absl::StatusOr<std::optional<std::string>> FileMarkerStore::Load(
+    const std::string&) {
+  std::ifstream in(path_);
+  if (!in.is_open()) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::unique_ptr<SlotMarker>> OpenFileSlotMarker(
+    const std::string& state_dir, const std::string& slot,
+    Lsn acknowledged_loss) {
+  absl::StatusOr<std::unique_ptr<FileMarkerStore>> store =
+      FileMarkerStore::Open(state_dir, slot);
+  if (!store.ok()) return store.status();
+  return SlotMarker::Open(std::move(*store), slot, acknowledged_loss);
+}
+
+absl::StatusOr<std::unique_ptr<SlotMarker>> SlotMarker::Open(
+    std::unique_ptr<MarkerStore> store, const std::string& slot,
+    Lsn acknowledged_loss) {
+  std::unique_ptr<SlotMarker> h(
+      new SlotMarker(std::move(store), slot, acknowledged_loss));
+  if (!h->store_->keyed_by_system()) {
     std::lock_guard<std::mutex> lock(h->mu_);
-    h->known_ = Parse(text.str(), slot);
-    const Marker& m = *h->known_;
-    if (m.unreadable.empty() && m.timeline > 0) {
-      h->recorded_server_ = ServerIdentity{m.system_id, m.timeline, m.endpoint};
+    if (absl::Status s = h->LoadLocked(""); !s.ok()) return s;
+    if (h->known_.has_value()) {
+      const Marker& m = *h->known_;
+      if (m.unreadable.empty() && m.timeline > 0) {
+        h->recorded_server_ =
+            ServerIdentity{m.system_id, m.timeline, m.endpoint};
+      }
     }
   }
   return h;
 }
 
-FileSlotHistory::Marker FileSlotHistory::Parse(const std::string& text,
-                                               const std::string& slot) {
+absl::Status SlotMarker::LoadLocked(const std::string& system_id) {
+  const std::string key = store_->keyed_by_system() ? system_id : "";
+  if (loaded_for_ == key) return absl::OkStatus();
+  absl::StatusOr<std::optional<std::string>> text = store_->Load(key);
+  if (!text.ok()) return text.status();
+  // Another server's marker replaces what this process knew of the slot
+  // only when the store has one for it; the memory of the slot stays.
+  if (text->has_value()) known_ = Parse(**text, slot_);
+  loaded_for_ = key;
+  where_ = store_->where(key);
+  return absl::OkStatus();
+}
+
+std::string SlotMarker::where() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return where_.empty() ? store_->where("") : where_;
+}
+
+SlotMarker::Marker SlotMarker::Parse(const std::string& text,
+                                     const std::string& slot) {
   Marker m;
   std::string marker_slot;
   std::string lsn;
@@ -118,14 +161,22 @@ FileSlotHistory::Marker FileSlotHistory::Parse(const std::string& text,
   return m;
 }
 
-absl::Status FileSlotHistory::Write(const Marker& m) const {
-  const std::string text = absl::StrCat(
-      kHeader, "slot=", slot_, "\nsystem_id=", m.system_id,
-      "\ndatabase=", m.database, "\nconfirmed_lsn=", FormatLsn(m.confirmed),
-      "\n",
-      m.timeline > 0 ? absl::StrCat("timeline=", m.timeline,
-                                    "\nendpoint=", m.endpoint, "\n")
-                     : "");
+std::string SlotMarker::Format(const Marker& m) const {
+  return absl::StrCat(kHeader, "slot=", slot_, "\nsystem_id=", m.system_id,
+                      "\ndatabase=", m.database,
+                      "\nconfirmed_lsn=", FormatLsn(m.confirmed), "\n",
+                      m.timeline > 0
+                          ? absl::StrCat("timeline=", m.timeline,
+                                         "\nendpoint=", m.endpoint, "\n")
+                          : "");
+}
+
+absl::Status SlotMarker::WriteLocked(const Marker& m) {
+  return store_->Save(m.system_id, Format(m));
+}
+
+absl::Status FileMarkerStore::Save(const std::string&,
+                                   const std::string& text) {
   const std::string tmp = absl::StrCat(path_, ".tmp.", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -151,9 +202,11 @@ absl::Status FileSlotHistory::Write(const Marker& m) const {
   return absl::OkStatus();
 }
 
-absl::Status FileSlotHistory::CheckCreate(const ServerInfo& server) {
+absl::Status SlotMarker::CheckCreate(const ServerInfo& server) {
   std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(LoadLocked(server.system_id));
   if (!known_.has_value()) return absl::OkStatus();  // a genuine first run
+  const std::string& path_ = where_;
   const Marker& m = *known_;
   if (!m.unreadable.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -199,7 +252,7 @@ absl::Status FileSlotHistory::CheckCreate(const ServerInfo& server) {
       where, ": ", LostEventsAndFix(slot_, m.confirmed, true, path_), ack));
 }
 
-absl::Status FileSlotHistory::Record(const ServerInfo& server) {
+absl::Status SlotMarker::Record(const ServerInfo& server) {
   Marker m;
   m.system_id = server.system_id;
   m.database = server.dbname;
@@ -207,10 +260,11 @@ absl::Status FileSlotHistory::Record(const ServerInfo& server) {
   m.timeline = server.timeline;
   m.endpoint = server.endpoint;
   std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(LoadLocked(server.system_id));
   if (known_.has_value() && known_->unreadable.empty()) {
     if (known_->system_id == m.system_id && known_->database == m.database &&
         known_->confirmed == m.confirmed && known_->timeline == m.timeline &&
-        known_->endpoint == m.endpoint) {
+        known_->endpoint == m.endpoint && !unsaved_) {
       return absl::OkStatus();
     }
     if (known_->system_id != m.system_id) {
@@ -222,8 +276,11 @@ absl::Status FileSlotHistory::Record(const ServerInfo& server) {
            {"system_id", m.system_id}});
     }
   }
-  known_ = m;  // remembered even if the file cannot be written
-  if (absl::Status s = Write(m); !s.ok()) {
+  known_ = m;  // remembered even if the marker cannot be written
+  absl::Status s = WriteLocked(m);
+  unsaved_ = absl::IsUnavailable(s);
+  if (unsaved_) return s;  // Kafka unreachable: the session retries
+  if (!s.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot record replication slot \"", slot_,
         "\" in its marker: ", s.message(),
@@ -233,14 +290,14 @@ absl::Status FileSlotHistory::Record(const ServerInfo& server) {
   return absl::OkStatus();
 }
 
-absl::Status FileSlotHistory::Confirmed(Lsn confirmed) {
+absl::Status SlotMarker::Confirmed(Lsn confirmed) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!known_.has_value() || !known_->unreadable.empty() ||
       known_->confirmed == confirmed) {
     return absl::OkStatus();
   }
   known_->confirmed = confirmed;
-  return Write(*known_);
+  return WriteLocked(*known_);
 }
 
 }  // namespace outbox

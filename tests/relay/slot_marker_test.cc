@@ -1,12 +1,14 @@
-// FileSlotHistory against a temporary state directory: a slot is created
-// only on a genuine first run, and each refusal names the lost range.
-#include "relay/file_slot_history.h"
+// SlotMarker with the file store, against a temporary state directory: a slot
+// is created only on a genuine first run, and each refusal names the lost
+// range.
+#include "relay/slot_marker.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "gmock/gmock.h"
@@ -22,10 +24,10 @@ using ::testing::HasSubstr;
 constexpr Lsn kL1 = 0x16B3748;  // 0/16B3748
 constexpr Lsn kL2 = 0x200000000 + 0x28;
 
-class FileSlotHistoryTest : public ::testing::Test {
+class SlotMarkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/file_slot_history_test.XXXXXX";
+    char tmpl[] = "/tmp/slot_marker_test.XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
     dir_ = root_ + "/state/relay";  // Open() creates the missing parents
@@ -35,8 +37,8 @@ class FileSlotHistoryTest : public ::testing::Test {
     std::filesystem::remove_all(root_, ec);
   }
 
-  std::unique_ptr<FileSlotHistory> Open(Lsn acknowledged = kInvalidLsn) {
-    auto h = FileSlotHistory::Open(dir_, "outbox_relay", acknowledged);
+  std::unique_ptr<SlotMarker> Open(Lsn acknowledged = kInvalidLsn) {
+    auto h = OpenFileSlotMarker(dir_, "outbox_relay", acknowledged);
     EXPECT_TRUE(h.ok()) << h.status();
     return h.ok() ? std::move(*h) : nullptr;
   }
@@ -61,10 +63,10 @@ class FileSlotHistoryTest : public ::testing::Test {
   std::string root_, dir_;
 };
 
-TEST_F(FileSlotHistoryTest, AFirstRunMayCreateAndIsRecorded) {
+TEST_F(SlotMarkerTest, AFirstRunMayCreateAndIsRecorded) {
   auto h = Open();
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(h->path(), dir_ + "/outbox_relay.slot");
+  EXPECT_EQ(h->where(), dir_ + "/outbox_relay.slot");
   struct stat st;
   ASSERT_EQ(stat(dir_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
@@ -84,7 +86,7 @@ TEST_F(FileSlotHistoryTest, AFirstRunMayCreateAndIsRecorded) {
   EXPECT_EQ(files, 1);
 }
 
-TEST_F(FileSlotHistoryTest, TheTimelineAndHostAreRecordedForTheNextProcess) {
+TEST_F(SlotMarkerTest, TheTimelineAndHostAreRecordedForTheNextProcess) {
   auto h = Open();
   EXPECT_FALSE(h->RecordedServer().has_value());  // no marker yet
   ServerInfo s = Server("7001", kL1);
@@ -104,7 +106,7 @@ TEST_F(FileSlotHistoryTest, TheTimelineAndHostAreRecordedForTheNextProcess) {
   EXPECT_EQ(next->RecordedServer()->endpoint, "127.0.0.1:5433");
 }
 
-TEST_F(FileSlotHistoryTest, AMarkerWithoutTimelineStillReads) {
+TEST_F(SlotMarkerTest, AMarkerWithoutTimelineStillReads) {
   std::filesystem::create_directories(dir_);
   std::ofstream(dir_ + "/outbox_relay.slot")
       << "slot=outbox_relay\nsystem_id=7001\ndatabase=app\n"
@@ -116,11 +118,11 @@ TEST_F(FileSlotHistoryTest, AMarkerWithoutTimelineStillReads) {
               HasSubstr("0/16B3748"));
 }
 
-TEST_F(FileSlotHistoryTest, ThisProcessRefusesASlotItHasSeen) {
+TEST_F(SlotMarkerTest, ThisProcessRefusesASlotItHasSeen) {
   auto h = Open();
   ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());
   // Even with the marker gone, this process remembers the slot.
-  std::filesystem::remove(h->path());
+  std::filesystem::remove(h->where());
   std::string why = Refusal(h->CheckCreate(Server("7001", kInvalidLsn)));
   EXPECT_THAT(why, AllOf(HasSubstr("replication slot \"outbox_relay\" does "
                                    "not exist, but this relay streamed from "
@@ -130,21 +132,21 @@ TEST_F(FileSlotHistoryTest, ThisProcessRefusesASlotItHasSeen) {
                          HasSubstr("outbox-relay republish --since"),
                          HasSubstr("--set postgres.acknowledge_slot_loss="
                                    "0/16B3748"),
-                         HasSubstr("or delete " + h->path())));
+                         HasSubstr("or delete " + h->where())));
   EXPECT_EQ(why.find('\n'), std::string::npos);
 }
 
-TEST_F(FileSlotHistoryTest, TheMarkerRefusesAfterARestart) {
+TEST_F(SlotMarkerTest, TheMarkerRefusesAfterARestart) {
   ASSERT_TRUE(Open()->Record(Server("7001", kL1)).ok());
   auto later = Open();
   std::string why = Refusal(later->CheckCreate(Server("7001", kInvalidLsn)));
   EXPECT_THAT(why, HasSubstr("events committed after 0/16B3748"));
   // Deleting the marker is a fresh start.
-  std::filesystem::remove(later->path());
+  std::filesystem::remove(later->where());
   EXPECT_TRUE(Open()->CheckCreate(Server("7001", kInvalidLsn)).ok());
 }
 
-TEST_F(FileSlotHistoryTest, AnotherSystemIdentifierIsNamed) {
+TEST_F(SlotMarkerTest, AnotherSystemIdentifierIsNamed) {
   ASSERT_TRUE(Open()->Record(Server("7001", kL1)).ok());
   std::string why = Refusal(Open()->CheckCreate(Server("7999", kInvalidLsn)));
   EXPECT_THAT(why, AllOf(HasSubstr("does not exist on this server (system "
@@ -153,7 +155,7 @@ TEST_F(FileSlotHistoryTest, AnotherSystemIdentifierIsNamed) {
                          HasSubstr("events committed after 0/16B3748")));
 }
 
-TEST_F(FileSlotHistoryTest, TheConfirmedPositionMovesTheRecordedRange) {
+TEST_F(SlotMarkerTest, TheConfirmedPositionMovesTheRecordedRange) {
   auto h = Open();
   EXPECT_TRUE(h->Confirmed(kL2).ok());  // before Record(): ignored
   EXPECT_EQ(Marker(), "");
@@ -164,7 +166,7 @@ TEST_F(FileSlotHistoryTest, TheConfirmedPositionMovesTheRecordedRange) {
               HasSubstr("events committed after 2/28 are in no slot"));
 }
 
-TEST_F(FileSlotHistoryTest, AcknowledgingTheNamedLossCreatesOnce) {
+TEST_F(SlotMarkerTest, AcknowledgingTheNamedLossCreatesOnce) {
   ASSERT_TRUE(Open()->Record(Server("7001", kL1)).ok());
   // Another LSN does not acknowledge this loss.
   std::string why = Refusal(Open(kL2)->CheckCreate(Server("7001", 0)));
@@ -179,7 +181,7 @@ TEST_F(FileSlotHistoryTest, AcknowledgingTheNamedLossCreatesOnce) {
               HasSubstr("events committed after 2/28"));
 }
 
-TEST_F(FileSlotHistoryTest, AnUnreadableMarkerRefusesUntilRewritten) {
+TEST_F(SlotMarkerTest, AnUnreadableMarkerRefusesUntilRewritten) {
   ASSERT_NE(Open(), nullptr);
   for (const char* text :
        {"garbage", "slot=other\nsystem_id=1\ndatabase=a\nconfirmed_lsn=0/1\n",
@@ -195,30 +197,118 @@ TEST_F(FileSlotHistoryTest, AnUnreadableMarkerRefusesUntilRewritten) {
   }
 }
 
-TEST_F(FileSlotHistoryTest, AStateDirThatCannotBeMadeIsAPrecondition) {
+TEST_F(SlotMarkerTest, AStateDirThatCannotBeMadeIsAPrecondition) {
   std::ofstream(root_ + "/file") << "x";
-  auto h = FileSlotHistory::Open(root_ + "/file/state", "s", kInvalidLsn);
+  auto h = OpenFileSlotMarker(root_ + "/file/state", "s", kInvalidLsn);
   ASSERT_FALSE(h.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(h.status())) << h.status();
   EXPECT_THAT(std::string(h.status().message()),
               HasSubstr("postgres.state_dir"));
 }
 
-TEST_F(FileSlotHistoryTest, DefaultStateDirFollowsXdgThenHome) {
+TEST_F(SlotMarkerTest, DefaultStateDirFollowsXdgThenHome) {
   const char* xdg = getenv("XDG_STATE_HOME");
   const char* home = getenv("HOME");
   std::string saved_xdg = xdg ? xdg : "", saved_home = home ? home : "";
   setenv("XDG_STATE_HOME", "/x/state", 1);
   setenv("HOME", "/home/u", 1);
-  EXPECT_EQ(*FileSlotHistory::DefaultStateDir(), "/x/state/outbox-relay");
+  EXPECT_EQ(*DefaultStateDir(), "/x/state/outbox-relay");
   unsetenv("XDG_STATE_HOME");
-  EXPECT_EQ(*FileSlotHistory::DefaultStateDir(),
-            "/home/u/.local/state/outbox-relay");
+  EXPECT_EQ(*DefaultStateDir(), "/home/u/.local/state/outbox-relay");
   unsetenv("HOME");
-  EXPECT_TRUE(
-      absl::IsFailedPrecondition(FileSlotHistory::DefaultStateDir().status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(DefaultStateDir().status()));
   if (xdg) setenv("XDG_STATE_HOME", saved_xdg.c_str(), 1);
   if (home) setenv("HOME", saved_home.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace outbox
+
+namespace outbox {
+namespace {
+
+// A store keyed by system identifier (as KafkaMarkerStore is), in memory,
+// that can be made unreachable.
+class MemoryStore final : public MarkerStore {
+ public:
+  explicit MemoryStore(std::map<std::string, std::string>* records)
+      : records_(records) {}
+  absl::StatusOr<std::optional<std::string>> Load(
+      const std::string& system_id) override {
+    ++loads;
+    if (down) return absl::UnavailableError("kafka down");
+    auto it = records_->find(system_id);
+    if (it == records_->end()) return std::nullopt;
+    return it->second;
+  }
+  absl::Status Save(const std::string& system_id,
+                    const std::string& text) override {
+    if (down) return absl::UnavailableError("kafka down");
+    (*records_)[system_id] = text;
+    return absl::OkStatus();
+  }
+  bool keyed_by_system() const override { return true; }
+  std::string where(const std::string& system_id) const override {
+    return "record " + system_id;
+  }
+  bool down = false;
+  int loads = 0;
+
+ private:
+  std::map<std::string, std::string>* records_;
+};
+
+ServerInfo At(const std::string& system_id, Lsn confirmed) {
+  ServerInfo s;
+  s.system_id = system_id;
+  s.dbname = "app";
+  s.slot_confirmed_flush = confirmed;
+  return s;
+}
+
+// postgres.slot_marker kafka: the marker is shared, so a new instance with
+// nothing of its own refuses a slot another instance streamed from.
+TEST(SlotMarkerKeyedStoreTest, ANewInstanceRefusesWhatAnotherRecorded) {
+  std::map<std::string, std::string> topic;
+  {
+    auto store = std::make_unique<MemoryStore>(&topic);
+    MemoryStore* s = store.get();
+    auto first = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+    ASSERT_TRUE(first.ok());
+    EXPECT_EQ(s->loads, 0);  // read once the server is known
+    ASSERT_TRUE((*first)->CheckCreate(At("7001", 0)).ok());
+    ASSERT_TRUE((*first)->Record(At("7001", 0x16B3748)).ok());
+    ASSERT_TRUE((*first)->Confirmed(0x200000028).ok());
+  }
+  auto store = std::make_unique<MemoryStore>(&topic);
+  MemoryStore* s = store.get();
+  auto replaced = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+  ASSERT_TRUE(replaced.ok());
+  s->down = true;  // Kafka unreachable: retried, not a first run
+  EXPECT_TRUE(absl::IsUnavailable((*replaced)->CheckCreate(At("7001", 0))));
+  s->down = false;
+  absl::Status refused = (*replaced)->CheckCreate(At("7001", 0));
+  ASSERT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              AllOf(HasSubstr("events committed after 2/28 are in no slot"),
+                    HasSubstr("record 7001")));
+  // Another cluster's key holds no marker: this process still remembers.
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition((*replaced)->CheckCreate(At("7999", 0))));
+}
+
+TEST(SlotMarkerKeyedStoreTest, ARecordKafkaRefusedIsSavedAgain) {
+  std::map<std::string, std::string> topic;
+  auto store = std::make_unique<MemoryStore>(&topic);
+  MemoryStore* s = store.get();
+  auto h = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE((*h)->CheckCreate(At("7001", 0)).ok());
+  s->down = true;
+  EXPECT_TRUE(absl::IsUnavailable((*h)->Record(At("7001", 0x16B3748))));
+  s->down = false;
+  ASSERT_TRUE((*h)->Record(At("7001", 0x16B3748)).ok());  // unchanged, saved
+  EXPECT_THAT(topic["7001"], HasSubstr("confirmed_lsn=0/16B3748"));
 }
 
 }  // namespace

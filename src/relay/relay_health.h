@@ -1,0 +1,37 @@
+// RelayHealth: what outbox-relay's probes answer (http/metrics_server.h),
+// from its metrics and role (docs/operations/high-availability.md):
+//
+//   alive   the relay loop, or the supervisor between sessions, turned
+//           within RelayAliveWindowUs(): long enough for the longest call
+//           that blocks the loop on purpose (a connect, the final flush,
+//           an exactly-once Kafka commit, which waits up to the transaction
+//           timeout while Kafka is away), so a liveness probe restarts only
+//           a wedged process, never one waiting out an outage
+//   ready   alive and healthy in its role: active and streaming from a
+//           usable slot (and the heartbeat, when on, comes back), or a
+//           standby whose last attempt found the slot held by another
+//           instance
+//   active  alive, active and streaming from a usable slot
+//
+// Threading: any thread (reads atomics and locked state).
+#ifndef OUTBOX_RELAY_RELAY_HEALTH_H_
+#define OUTBOX_RELAY_RELAY_HEALTH_H_
+
+#include <cstdint>
+
+#include "config/config.h"
+#include "http/metrics_server.h"
+#include "relay/relay_metrics.h"
+
+namespace outbox {
+
+// How long the loop may go without a turn before /healthz fails.
+int64_t RelayAliveWindowUs(const Config& config);
+
+// `now_us`: monotonic microseconds (RealClock()->NowMicros()).
+HealthState RelayHealth(const RelayMetrics& metrics, const Config& config,
+                        int64_t now_us);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_RELAY_RELAY_HEALTH_H_

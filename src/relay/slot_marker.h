@@ -1,0 +1,151 @@
+// SlotMarker: outbox-relay's SlotHistory (pg/slot_history.h): a marker per
+// slot, kept by a MarkerStore, plus this process's memory, so a slot that
+// disappeared is never silently created anew.
+//
+// The marker records the slot, the server's system identifier, the
+// database, the slot's last confirmed LSN, and the timeline and host:port of
+// the server it was last recorded on (markers without them, from older
+// relays, still read). It is written when the relay first finds or creates
+// the slot (Record()), and again when Confirmed() reports a new position
+// (the slot monitor, every kSlotMonitorInterval).
+//
+// Two stores (postgres.slot_marker):
+//   file   FileMarkerStore: <state_dir>/<slot>.slot, written atomically (a
+//          temporary file, fsync, rename, fsync of the directory); one per
+//          instance, on its disk.
+//   kafka  KafkaMarkerStore (kafka/state_topic.h): the record keyed
+//          "<system identifier>/<slot>" in the compacted kafka.state_topic,
+//          shared by every instance, so an instance needs no disk of its own
+//          (a rescheduled pod keeps the guard). Keyed by system identifier,
+//          it is read when the first session knows the server.
+//
+// CheckCreate() allows creating a missing slot only on a genuine first run:
+// no marker, and nothing recorded by this process. Otherwise it refuses
+// with FailedPrecondition, one line naming the slot, the lost range
+// ("events committed after <last confirmed LSN> are in no slot"), and the
+// fix: start once with postgres.acknowledge_slot_loss=<that LSN> (it
+// matches only that loss: a new slot records a new position) or delete the
+// marker, then re-publish those events (`outbox-relay republish`). When the
+// server's system identifier differs from the recorded one the refusal names
+// both. An unreadable marker refuses too, until Record() rewrites it (the slot
+// exists again) or it is deleted. A store that cannot be read (Kafka
+// unreachable) makes CheckCreate()/Record() Unavailable: retried.
+//
+// Threading: thread safe (the supervisor calls CheckCreate()/Record(), the
+// slot monitor thread Confirmed()).
+#ifndef OUTBOX_RELAY_SLOT_MARKER_H_
+#define OUTBOX_RELAY_SLOT_MARKER_H_
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "outbox/lsn.h"
+#include "pg/slot_history.h"
+#include "relay/server_change.h"
+
+namespace outbox {
+
+// postgres.slot_marker file.
+class FileMarkerStore final : public MarkerStore {
+ public:
+  // Creates `state_dir` (mode 0700, parents too) when missing.
+  // FailedPrecondition when it cannot be created or written.
+  static absl::StatusOr<std::unique_ptr<FileMarkerStore>> Open(
+      const std::string& state_dir, const std::string& slot);
+
+  absl::StatusOr<std::optional<std::string>> Load(
+      const std::string& system_id) override;
+  absl::Status Save(const std::string& system_id,
+                    const std::string& text) override;
+  bool keyed_by_system() const override { return false; }
+  std::string where(const std::string&) const override { return path_; }
+
+ private:
+  FileMarkerStore(std::string dir, std::string path)
+      : dir_(std::move(dir)), path_(std::move(path)) {}
+  const std::string dir_;
+  const std::string path_;
+};
+
+// postgres.state_dir's default: $XDG_STATE_HOME/outbox-relay, else
+// $HOME/.local/state/outbox-relay. FailedPrecondition when neither
+// variable is set.
+absl::StatusOr<std::string> DefaultStateDir();
+
+class SlotMarker final : public SlotHistory {
+ public:
+  // Reads the marker of `slot` now unless the store is keyed by system
+  // identifier. `acknowledged_loss`: kInvalidLsn, or the LSN of
+  // postgres.acknowledge_slot_loss. Errors: the store's Load().
+  static absl::StatusOr<std::unique_ptr<SlotMarker>> Open(
+      std::unique_ptr<MarkerStore> store, const std::string& slot,
+      Lsn acknowledged_loss);
+
+  absl::Status CheckCreate(const ServerInfo& server) override;
+  absl::Status Record(const ServerInfo& server) override;
+
+  // The slot's confirmed position as the server reports it; rewrites the
+  // marker when it moved. Ignored until Record() was called. An error only
+  // means the marker kept its older position (the caller logs it).
+  absl::Status Confirmed(Lsn confirmed);
+
+  // Where the marker is, for logs (the file; the topic and key once known).
+  std::string where() const;
+
+  // The server the marker recorded when Open() read it, for the supervisor's
+  // first session to compare with (a promotion while the relay was down);
+  // nullopt when there was no readable marker, it had no timeline, or the
+  // store is read later.
+  const std::optional<ServerIdentity>& RecordedServer() const {
+    return recorded_server_;
+  }
+
+ private:
+  struct Marker {
+    std::string system_id;
+    std::string database;
+    Lsn confirmed = kInvalidLsn;
+    int timeline = 0;        // 0: not recorded
+    std::string endpoint;    // host:port; "" when not recorded
+    std::string unreadable;  // why, when the marker could not be read
+  };
+
+  SlotMarker(std::unique_ptr<MarkerStore> store, std::string slot,
+             Lsn acknowledged_loss)
+      : store_(std::move(store)),
+        slot_(std::move(slot)),
+        acknowledged_loss_(acknowledged_loss) {}
+  static Marker Parse(const std::string& text, const std::string& slot);
+  std::string Format(const Marker& m) const;
+  // Reads the marker of `system_id` unless it was read for it already.
+  absl::Status LoadLocked(const std::string& system_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteLocked(const Marker& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::unique_ptr<MarkerStore> store_;
+  const std::string slot_;
+  const Lsn acknowledged_loss_;
+  mutable std::mutex mu_;
+  std::optional<Marker> known_ ABSL_GUARDED_BY(mu_);
+  // The system identifier the store was read for ("" for an unkeyed
+  // store); nullopt until read.
+  std::optional<std::string> loaded_for_ ABSL_GUARDED_BY(mu_);
+  std::string where_ ABSL_GUARDED_BY(mu_);
+  // known_ is newer than the store (a save was Unavailable): Record()
+  // saves it again even if unchanged.
+  bool unsaved_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<ServerIdentity> recorded_server_;  // set by Open() only
+};
+
+// The file store and its marker, as postgres.slot_marker file opens them.
+absl::StatusOr<std::unique_ptr<SlotMarker>> OpenFileSlotMarker(
+    const std::string& state_dir, const std::string& slot,
+    Lsn acknowledged_loss);
+
+}  // namespace outbox
+
+#endif  // OUTBOX_RELAY_SLOT_MARKER_H_
