@@ -141,9 +141,6 @@ PROMETHEUS_RULE_SCHEMA = _crd("PrometheusRule", {"type": "object", "required": [
 
 # resource.Quantity's syntax (the JSON schemas only say "string").
 QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-# Keys INTERFACES.md assigns to branch i25-ha. Until the relay knows them,
-# its own check of a rendered config runs without them (and says so).
-PENDING_KEYS = {("postgres", "slot_marker"), ("postgres", "standby_retry_ms")}
 VAR_RE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 
 
@@ -191,26 +188,16 @@ def check_config(tools, text):
     for m in VAR_RE.finditer(text):
         if m.group(1):
             env[m.group(1)] = "dummy"
-    cfg = yaml.safe_load(text)
-    for attempt in (0, 1):
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-            yaml.safe_dump(cfg, f)
-            f.flush()
-            r = tools.run([tools.relay, "status", "--config", f.name, "--set",
-                           "postgres.conninfo=host=127.0.0.1 port=1 dbname=x connect_timeout=1"],
-                          env=env, timeout=60)
-        err = (r.stdout + r.stderr).strip()
-        if r.returncode != 2:
-            return []
-        pending = [k for k in PENDING_KEYS if 'unknown key "%s.%s"' % k in err]
-        if attempt == 0 and pending:
-            tools.notes.add("this outbox-relay lacks %s (branch i25-ha): configs checked without them"
-                            % ", ".join(sorted(".".join(k) for k in PENDING_KEYS)))
-            for section, key in PENDING_KEYS:
-                cfg.get(section, {}).pop(key, None)
-            continue
-        return ["outbox-relay refuses the rendered config: " + err.splitlines()[-1]]
-    return []
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(text)
+        f.flush()
+        r = tools.run([tools.relay, "status", "--config", f.name, "--set",
+                       "postgres.conninfo=host=127.0.0.1 port=1 dbname=x connect_timeout=1"],
+                      env=env, timeout=60)
+    err = (r.stdout + r.stderr).strip()
+    if r.returncode != 2:
+        return []
+    return ["outbox-relay refuses the rendered config: " + err.splitlines()[-1]]
 
 
 def check_rules(tools, repo, groups):
