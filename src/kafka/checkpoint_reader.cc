@@ -2,6 +2,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -49,17 +50,10 @@ bool ConsumerProperty(const std::string& key) {
   return true;
 }
 
-}  // namespace
-
-absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
-                                          const std::string& topic,
-                                          const std::string& system_identifier,
-                                          const std::string& slot,
-                                          int timeout_ms) {
-  Checkpoint last;
-  last.system_identifier = system_identifier;
-  last.slot = slot;
-  const std::string key = Checkpoint::Key(system_identifier, slot);
+// A client with the reader's properties and isolation level. Its own
+// client.id suffix tells the two apart in broker logs.
+absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> NewConsumer(
+    const KafkaOptions& options, absl::string_view isolation) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
   std::vector<std::pair<std::string, std::string>> props;
@@ -69,8 +63,9 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
   props.emplace_back("bootstrap.servers", options.brokers);
   props.emplace_back("group.id", "outbox-relay-checkpoint-reader");
   props.emplace_back("enable.auto.commit", "false");
-  props.emplace_back("isolation.level", "read_committed");
+  props.emplace_back("isolation.level", std::string(isolation));
   props.emplace_back("enable.partition.eof", "true");
+  props.emplace_back("allow.auto.create.topics", "false");
   props.emplace_back("client.id", "outbox-relay-checkpoint-reader");
   for (const auto& [k, v] : props) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) !=
@@ -86,35 +81,106 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
     return absl::InternalError(
         absl::StrCat("cannot create the checkpoint reader: ", err));
   }
-  std::unique_ptr<rd_kafka_t, KafkaDeleter> rk(raw);
+  return std::unique_ptr<rd_kafka_t, KafkaDeleter>(raw);
+}
+
+}  // namespace
+
+absl::Status CheckpointTopicError(const std::string& topic, int err,
+                                  bool topic_exists) {
+  const auto e = static_cast<rd_kafka_resp_err_t>(err);
+  switch (e) {
+    case RD_KAFKA_RESP_ERR_NO_ERROR:
+      return absl::OkStatus();
+    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+      if (!topic_exists) return absl::NotFoundError(topic);
+      return absl::UnavailableError(absl::StrCat(
+          "the checkpoint topic ", topic,
+          " exists but the broker does not know it (", rd_kafka_err2str(e),
+          "; stale metadata after a restart?)"));
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not authorized to read the checkpoint topic ", topic, " (",
+          rd_kafka_err2str(e),
+          "): exactly-once needs READ and DESCRIBE on it for this relay's "
+          "principal"));
+    default:
+      return absl::UnavailableError(
+          absl::StrCat("cannot read the checkpoint topic ", topic, ": ",
+                       rd_kafka_err2str(e)));
+  }
+}
+
+absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
+                                          const std::string& topic,
+                                          const std::string& system_identifier,
+                                          const std::string& slot,
+                                          int timeout_ms, bool topic_exists) {
+  Checkpoint last;
+  last.system_identifier = system_identifier;
+  last.slot = slot;
+  const std::string key = Checkpoint::Key(system_identifier, slot);
+  // The high watermarks come from a read_uncommitted client: a
+  // read_committed one may answer with the last stable offset.
+  absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> probe =
+      NewConsumer(options, "read_uncommitted");
+  if (!probe.ok()) return probe.status();
+  absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> reader =
+      NewConsumer(options, "read_committed");
+  if (!reader.ok()) return reader.status();
+  rd_kafka_t* rk = reader->get();
+
   const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk.get(), topic.c_str(), nullptr);
-  rd_kafka_resp_err_t e = rd_kafka_metadata(rk.get(), 0, rkt, &md, timeout_ms);
+  rd_kafka_topic_t* rkt =
+      rd_kafka_topic_new(probe->get(), topic.c_str(), nullptr);
+  rd_kafka_resp_err_t e =
+      rd_kafka_metadata(probe->get(), 0, rkt, &md, timeout_ms);
   rd_kafka_topic_destroy(rkt);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError(absl::StrCat(
         "cannot read the checkpoint topic ", topic, ": ", rd_kafka_err2str(e)));
   }
+  absl::Status topic_status =
+      md->topic_cnt == 0
+          ? CheckpointTopicError(topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+                                 topic_exists)
+          : CheckpointTopicError(topic, md->topics[0].err, topic_exists);
   int partitions = 0;
-  bool missing = md->topic_cnt == 0 || md->topics[0].err != 0;
-  if (!missing) partitions = md->topics[0].partition_cnt;
+  if (topic_status.ok()) {
+    partitions = md->topics[0].partition_cnt;
+    for (int p = 0; p < partitions && topic_status.ok(); ++p) {
+      if (md->topics[0].partitions[p].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        topic_status = CheckpointTopicError(
+            topic, md->topics[0].partitions[p].err, topic_exists);
+      }
+    }
+    if (topic_status.ok() && partitions == 0) {
+      topic_status = absl::UnavailableError(absl::StrCat(
+          "the checkpoint topic ", topic, " has no partitions yet"));
+    }
+  }
   rd_kafka_metadata_destroy(md);
-  if (missing || partitions == 0) return last;  // no checkpoint yet
+  // Only a topic that does not exist means "no checkpoint yet".
+  if (absl::IsNotFound(topic_status)) return last;
+  if (!topic_status.ok()) return topic_status;
 
   rd_kafka_topic_partition_list_t* list =
       rd_kafka_topic_partition_list_new(partitions);
+  std::vector<int64_t> high(partitions, 0);
   int to_read = 0;
   for (int p = 0; p < partitions; ++p) {
-    int64_t low = 0, high = 0;
-    e = rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), p, &low,
-                                         &high, timeout_ms);
+    int64_t low = 0;
+    e = rd_kafka_query_watermark_offsets(probe->get(), topic.c_str(), p, &low,
+                                         &high[p], timeout_ms);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
       rd_kafka_topic_partition_list_destroy(list);
-      return absl::UnavailableError(
-          absl::StrCat("cannot read the checkpoint topic ", topic, ": ",
-                       rd_kafka_err2str(e)));
+      absl::Status s = CheckpointTopicError(topic, e, /*topic_exists=*/true);
+      return s.ok() ? absl::UnavailableError(topic) : s;
     }
-    if (high <= low) continue;
+    if (high[p] <= low) continue;
     rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset =
         RD_KAFKA_OFFSET_BEGINNING;
     ++to_read;
@@ -123,33 +189,58 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
     rd_kafka_topic_partition_list_destroy(list);
     return last;
   }
-  e = rd_kafka_assign(rk.get(), list);
+  e = rd_kafka_assign(rk, list);
   rd_kafka_topic_partition_list_destroy(list);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError(absl::StrCat(
         "cannot read the checkpoint topic ", topic, ": ", rd_kafka_err2str(e)));
   }
-  // read_committed stops at the last stable offset; end of partition is
-  // reported there.
-  int eofs = 0;
+  // read_committed reports the end of a partition at its last stable
+  // offset: the first offset of the oldest open transaction on it (another
+  // relay's, sharing the topic, or one this relay left open). Every record
+  // below the high watermark read above must be decided before the newest
+  // checkpoint is known, so wait (bounded) for the end to reach it.
+  std::vector<int64_t> end(partitions, -1);
+  int done = 0;
   int waited = 0;
-  while (eofs < to_read) {
+  bool found = false;
+  while (done < to_read) {
     if (waited >= timeout_ms) {
+      std::string held;
+      for (int p = 0; p < partitions; ++p) {
+        if (end[p] >= 0 && end[p] < high[p]) {
+          held =
+              absl::StrCat(" (partition ", p,
+                           ": an open transaction holds "
+                           "the last stable offset at ",
+                           end[p], ", below the high watermark ", high[p], ")");
+          break;
+        }
+      }
       return absl::UnavailableError(
-          absl::StrCat("timed out reading the checkpoint topic ", topic));
+          absl::StrCat("timed out reading the checkpoint topic ", topic, held,
+                       "; an older checkpoint is never used"));
     }
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk.get(), 100);
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
     if (m == nullptr) {
       waited += 100;
       continue;
     }
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      ++eofs;
+      const int p = m->partition;
+      if (p >= 0 && p < partitions) {
+        const bool was_done = end[p] >= high[p];
+        end[p] = std::max(end[p], m->offset);
+        if (!was_done && end[p] >= high[p]) ++done;
+      }
     } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      std::string what = rd_kafka_message_errstr(m);
+      absl::Status s = m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED
+                           ? CheckpointTopicError(topic, m->err, true)
+                           : absl::UnavailableError(absl::StrCat(
+                                 "cannot read the checkpoint topic ", topic,
+                                 ": ", rd_kafka_message_errstr(m)));
       rd_kafka_message_destroy(m);
-      return absl::UnavailableError(
-          absl::StrCat("cannot read the checkpoint topic ", topic, ": ", what));
+      return s;
     } else if (m->key != nullptr &&
                absl::string_view(static_cast<const char*>(m->key),
                                  m->key_len) == key &&
@@ -160,7 +251,9 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
         rd_kafka_message_destroy(m);
         return c.status();
       }
-      last = *c;
+      // The furthest one, whatever the read order.
+      if (!found || c->After(last)) last = *c;
+      found = true;
     }
     rd_kafka_message_destroy(m);
   }

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
@@ -141,6 +142,44 @@ void RecordError(RelayMetrics* metrics, absl::string_view what,
 void SetStates(RelayMetrics* metrics, absl::string_view postgres,
                absl::string_view kafka) {
   if (metrics != nullptr) metrics->daemon_status().SetStates(postgres, kafka);
+}
+
+// The producer's transaction.timeout.ms: kafka.properties' or
+// librdkafka's default.
+int64_t TransactionTimeoutMs(const Config& config) {
+  int64_t ms = 60000;
+  auto it = config.kafka.properties.find("transaction.timeout.ms");
+  if (it != config.kafka.properties.end() &&
+      !absl::SimpleAtoi(it->second, &ms)) {
+    ms = 60000;  // librdkafka refused it at Create() already
+  }
+  return ms;
+}
+
+// The part of the start-up checkpoint that holds on the server the stream
+// is connected to: after a promotion that lost WAL, only what precedes the
+// fork (core/checkpoint.h, TrustedCheckpoint); logged when cut.
+absl::StatusOr<Checkpoint> CheckpointOnServer(LibpqReplicationStream& stream,
+                                              const Checkpoint& checkpoint) {
+  const ServerInfo& server = stream.server();
+  std::vector<TimelineSwitch> history;
+  if (checkpoint.timeline != 0 && checkpoint.timeline < server.timeline) {
+    absl::StatusOr<std::string> text = stream.TimelineHistory();
+    if (!text.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read timeline ", server.timeline,
+                       "'s history: ", text.status().message()));
+    }
+    ASSIGN_OR_RETURN(history, ParseTimelineHistory(*text));
+  }
+  std::string note;
+  ASSIGN_OR_RETURN(Checkpoint trusted,
+                   TrustedCheckpoint(checkpoint, server.system_id,
+                                     server.timeline, history, &note));
+  if (!note.empty()) {
+    Log(Severity::kWarn, note, {{"slot", checkpoint.slot}});
+  }
+  return trusted;
 }
 
 absl::StatusOr<std::unique_ptr<FileSlotHistory>> OpenHistory(
@@ -361,6 +400,9 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   // dead-letter when the next session replays them.
   RefusedEvents refused;
   bool checkpoint_topic_checked = false;  // once per process
+  // It was seen to exist (or made): a broker that does not know it later
+  // has stale metadata, not "no checkpoint".
+  bool checkpoint_topic_exists = false;
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -458,6 +500,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
         continue;
       }
       checkpoint_topic_checked = true;
+      checkpoint_topic_exists = topic.ok();
       if (!topic.ok()) {
         // Maybe only creating or describing is denied: producing may work.
         Log(Severity::kWarn, std::string(topic.status().message()));
@@ -477,11 +520,20 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     if (config.kafka.exactly_once) {
       absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(
           session_kafka, config.kafka.checkpoint_topic, server.system_id,
-          config.postgres.slot, config.kafka.flush_timeout_ms);
+          config.postgres.slot, config.kafka.flush_timeout_ms,
+          checkpoint_topic_exists);
+      if (checkpoint.ok()) {
+        checkpoint = CheckpointOnServer(**stream, *checkpoint);
+      }
       if (!checkpoint.ok()) {
         if (absl::IsDataLoss(checkpoint.status())) {
           Log(Severity::kError, std::string(checkpoint.status().message()));
           return kExitStream;
+        }
+        if (absl::IsFailedPrecondition(checkpoint.status())) {
+          RecordError(metrics, "", checkpoint.status());
+          Log(Severity::kError, std::string(checkpoint.status().message()));
+          return kExitPrecondition;
         }
         Log(Severity::kWarn, "waiting for Kafka",
             {{"reason", std::string(checkpoint.status().message())}});
@@ -495,6 +547,8 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
       txn.max_ms = config.kafka.transaction_max_ms;
       txn.max_events = config.kafka.transaction_max_events;
       txn.split_events = config.kafka.transaction_split_events;
+      txn.timeout_ms = TransactionTimeoutMs(config);
+      txn.split_ms = txn.timeout_ms / 3;  // well before the broker aborts
       Log(Severity::kInfo, "exactly once",
           {{"transactional_id", session_kafka.transactional_id},
            {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
