@@ -173,7 +173,9 @@ absl::Status TransactionalCommitPolicy::Fail(const absl::Status& s) {
   open_ = false;
   segments_.clear();
   if (!failed_.ok()) return failed_;  // a refusal came first: say that
-  const int64_t open_ms = (now_us_ - opened_us_) / 1000;
+  const int64_t now_us =
+      options_.clock != nullptr ? options_.clock->NowMicros() : now_us_;
+  const int64_t open_ms = (now_us - opened_us_) / 1000;
   if (was_open && options_.timeout_ms > 0 && open_ms >= options_.timeout_ms) {
     failed_ = absl::UnavailableError(
         absl::StrCat("the Kafka transaction was open ", open_ms,

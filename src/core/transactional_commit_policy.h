@@ -50,6 +50,7 @@
 #include "core/commit_policy.h"
 #include "core/kafka_transactions.h"
 #include "core/refused_events.h"
+#include "outbox/clock.h"
 
 namespace outbox {
 
@@ -64,6 +65,10 @@ struct TransactionOptions {
   int64_t split_ms = 20000;
   // The producer's transaction.timeout.ms (to classify an epoch error).
   int64_t timeout_ms = 60000;
+  // Where the time of a failure is read (a commit may block for seconds
+  // after the time its caller gave); null: the newest time a call gave.
+  // Not owned; the callers' clock.
+  const Clock* clock = nullptr;
 };
 
 class TransactionalCommitPolicy final : public CommitPolicy {

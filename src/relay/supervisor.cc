@@ -549,6 +549,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
       txn.split_events = config.kafka.transaction_split_events;
       txn.timeout_ms = TransactionTimeoutMs(config);
       txn.split_ms = txn.timeout_ms / 3;  // well before the broker aborts
+      txn.clock = RealClock();            // the Relay's
       Log(Severity::kInfo, "exactly once",
           {{"transactional_id", session_kafka.transactional_id},
            {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},

@@ -5,6 +5,7 @@
 
 #include "core/fake_kafka_transactions.h"
 #include "gtest/gtest.h"
+#include "outbox/clock.h"
 
 namespace outbox {
 namespace {
@@ -208,6 +209,28 @@ TEST(TransactionalCommitPolicyTest,
   kafka.fail_status = absl::FailedPreconditionError(
       "Kafka producer: _FENCED: producer fenced by newer instance");
   absl::Status s = p.Confirmable(0x30, 5'000'000).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("transaction.timeout.ms"), std::string::npos) << s;
+  EXPECT_EQ(s.message().find("fenced by another instance"), std::string::npos)
+      << s;
+}
+
+TEST(TransactionalCommitPolicyTest, TheTimeOfAFailureIsReadWhenItHappens) {
+  // The commit itself blocked past the timeout: the time the caller gave
+  // (before it) is not the time of the failure.
+  FakeKafkaTransactions kafka;
+  FakeClock clock;  // at 1 s
+  TransactionOptions o = Options();
+  o.max_ms = 100;
+  o.split_ms = 1000;
+  o.timeout_ms = 3000;
+  o.clock = &clock;
+  TransactionalCommitPolicy p(o, &kafka, Start(0x10));
+  EXPECT_EQ(Txn(p, 0x20, 0x30, 1, 1'000'000), 1);
+  kafka.fail_call = "commit";
+  kafka.fail_status = absl::FailedPreconditionError("_FENCED");
+  kafka.on_commit = [&] { clock.Advance(4'000'000); };
+  absl::Status s = p.Confirmable(0x30, 1'200'000).status();
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_NE(s.message().find("transaction.timeout.ms"), std::string::npos) << s;
   EXPECT_EQ(s.message().find("fenced by another instance"), std::string::npos)
