@@ -213,6 +213,15 @@ class FailoverE2ETest : public RelayE2ETest {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 
+  // The primary dies, the standby is promoted, and db_ connects to it.
+  void FailOverToTheStandby() {
+    ASSERT_NO_FATAL_FAILURE(KillPrimary());
+    ASSERT_EQ(RunScript("pg.sh promote " + standby_dir_), 0);
+    db_ = PgConn::Connect(pg_conninfo_);
+    ASSERT_NE(db_, nullptr);
+    ASSERT_EQ(db_->Scalar("SELECT inet_server_port()"), standby_port_);
+  }
+
   std::string primary_dir_, standby_dir_, primary_port_, standby_port_,
       standby_conninfo_;
 };
@@ -382,11 +391,7 @@ TEST_F(FailoverE2ETest, ARelayStartedAfterThePromotionLogsItFromTheMarker) {
       },
       30000));
   standby.reset();
-  ASSERT_NO_FATAL_FAILURE(KillPrimary());
-  ASSERT_EQ(RunScript("pg.sh promote " + standby_dir_), 0);
-  db_ = PgConn::Connect(pg_conninfo_);
-  ASSERT_NE(db_, nullptr);
-  ASSERT_EQ(db_->Scalar("SELECT inet_server_port()"), standby_port_);
+  ASSERT_NO_FATAL_FAILURE(FailOverToTheStandby());
   Write(2, 20, 3, 0, &committed, &rolled_back);
 
   StartRelay();
@@ -471,11 +476,7 @@ TEST_F(FailoverE2ETest, ExactlyOnceTrustsTheCheckpointOnlyUpToTheFork) {
       ParseLsnText(standby->Scalar("SELECT pg_last_wal_replay_lsn()::text"));
   ASSERT_LT(fork, checkpoint);
   standby.reset();
-  ASSERT_NO_FATAL_FAILURE(KillPrimary());
-  ASSERT_EQ(RunScript("pg.sh promote " + standby_dir_), 0);
-  db_ = PgConn::Connect(pg_conninfo_);
-  ASSERT_NE(db_, nullptr);
-  ASSERT_EQ(db_->Scalar("SELECT inet_server_port()"), standby_port_);
+  ASSERT_NO_FATAL_FAILURE(FailOverToTheStandby());
   // The new primary's transactions: committed in [P, X).
   Write(3, 15, 2, 0, &after, &rolled_back);
   ASSERT_LT(ParseLsnText(db_->Scalar("SELECT pg_current_wal_lsn()::text")),
