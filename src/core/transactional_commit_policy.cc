@@ -24,20 +24,28 @@ void TransactionalCommitPolicy::OnBegin(Lsn commit_lsn) {
 
 bool TransactionalCommitPolicy::Due(int64_t now_us) const {
   return open_ && (txn_events_ >= options_.max_events ||
-                   now_us - opened_us_ >= options_.max_ms * 1000);
+                   now_us - opened_us_ >= CommitAfterMs() * 1000);
+}
+
+bool TransactionalCommitPolicy::SplitDue(int64_t now_us) const {
+  return open_ && (txn_events_ >= options_.split_events ||
+                   (options_.split_ms > 0 &&
+                    now_us - opened_us_ >= options_.split_ms * 1000));
 }
 
 absl::StatusOr<CommitPolicy::Admission> TransactionalCommitPolicy::Admit(
     uint64_t ticket, int64_t now_us) {
   if (!failed_.ok()) return failed_;
+  now_us_ = std::max(now_us_, now_us);
   const int64_t ordinal = pg_events_++;
   if (filter_.Drop()) return Admission{Admission::kDrop, {}};
-  if (open_ && txn_events_ >= options_.split_events) {
+  if (SplitDue(now_us)) {
     // This PostgreSQL transaction outgrew the bound: commit what it has
-    // published so far (every event before this one).
-    if (absl::Status s = Commit(pg_commit_lsn_, pg_events_ - 1); !s.ok()) {
-      return s;
-    }
+    // published so far (every event before this one; none yet: only the
+    // whole transactions before it).
+    absl::Status s =
+        ordinal > 0 ? Commit(pg_commit_lsn_, ordinal) : Commit(kInvalidLsn, 0);
+    if (!s.ok()) return s;
   }
   if (!open_) {
     if (absl::Status s = kafka_->BeginTransaction(); !s.ok()) return Fail(s);
@@ -89,6 +97,7 @@ absl::Status TransactionalCommitPolicy::OnRefused(uint64_t ticket,
 
 absl::Status TransactionalCommitPolicy::OnCommit(Lsn end_lsn, int64_t now_us) {
   if (!failed_.ok()) return failed_;
+  now_us_ = std::max(now_us_, now_us);
   in_pg_ = false;
   if (!open_) return absl::OkStatus();  // nothing of it to publish
   open_end_ = end_lsn;
@@ -99,8 +108,15 @@ absl::Status TransactionalCommitPolicy::OnCommit(Lsn end_lsn, int64_t now_us) {
 absl::StatusOr<Lsn> TransactionalCommitPolicy::Confirmable(Lsn delivered,
                                                            int64_t now_us) {
   if (!failed_.ok()) return failed_;
+  now_us_ = std::max(now_us_, now_us);
   if (!in_pg_ && Due(now_us)) {
     if (absl::Status s = Commit(kInvalidLsn, 0); !s.ok()) return s;
+  } else if (in_pg_ && SplitDue(now_us)) {
+    // A PostgreSQL transaction streaming slowly (no event for a while):
+    // split it here, every event admitted so far published.
+    absl::Status s = pg_events_ > 0 ? Commit(pg_commit_lsn_, pg_events_)
+                                    : Commit(kInvalidLsn, 0);
+    if (!s.ok()) return s;
   }
   // With no Kafka transaction open every admitted event is committed, so
   // the delivered prefix is durable; with one open, or after one was
@@ -148,6 +164,7 @@ absl::Status TransactionalCommitPolicy::Commit(Lsn partial_commit_lsn,
 }
 
 absl::Status TransactionalCommitPolicy::Fail(const absl::Status& s) {
+  const bool was_open = open_;
   if (absl::IsAborted(s)) {
     // Abortable: abort so nothing of it is ever visible; the next session
     // replays from the last checkpoint.
@@ -156,7 +173,16 @@ absl::Status TransactionalCommitPolicy::Fail(const absl::Status& s) {
   open_ = false;
   segments_.clear();
   if (!failed_.ok()) return failed_;  // a refusal came first: say that
-  if (absl::IsFailedPrecondition(s)) {
+  const int64_t now_us =
+      options_.clock != nullptr ? options_.clock->NowMicros() : now_us_;
+  const int64_t open_ms = (now_us - opened_us_) / 1000;
+  if (was_open && options_.timeout_ms > 0 && open_ms >= options_.timeout_ms) {
+    failed_ = absl::UnavailableError(
+        absl::StrCat("the Kafka transaction was open ", open_ms,
+                     " ms, past transaction.timeout.ms (", options_.timeout_ms,
+                     " ms): the broker aborted it; replaying from checkpoint ",
+                     FormatLsn(committed_.end_lsn), " (", s.message(), ")"));
+  } else if (absl::IsFailedPrecondition(s)) {
     failed_ = absl::UnavailableError(absl::StrCat(
         "fenced by another instance with the same transactional.id; back to "
         "standby, nothing committed past ",

@@ -10,9 +10,13 @@
 // Cadence: a Kafka transaction commits at the first PostgreSQL commit after
 // it has been open max_ms or holds max_events events (or on a loop turn
 // between PostgreSQL transactions once it is due). A PostgreSQL transaction
-// is split only when the Kafka transaction already holds split_events
-// events: the commit then records the split transaction's commit LSN and
-// how many of its events are published (Checkpoint::partial_*).
+// is split when the Kafka transaction already holds split_events events,
+// or has been open split_ms (a PostgreSQL transaction that streams slowly,
+// wide rows or Kafka backpressure, must not outlive the producer's
+// transaction.timeout.ms: the broker would abort it, and every replay
+// would time out the same way): the commit then records the split
+// transaction's commit LSN and how many of its events are published
+// (Checkpoint::partial_*).
 //
 // A record Kafka refuses for good (on_invalid: dead_letter) makes the Kafka
 // transaction abortable, so it cannot be dead-lettered where it is:
@@ -26,13 +30,18 @@
 // is confirmed: the next session's producer (init_transactions) aborts
 // whatever this one left open. Fenced (FailedPrecondition from
 // KafkaTransactions) becomes Unavailable naming the fence, so the
-// supervisor goes back to waiting for the slot as a standby; an abortable
-// error aborts first. Once failed, every call returns the same error.
+// supervisor goes back to waiting for the slot as a standby. Any error
+// after the Kafka transaction had been open timeout_ms or longer says
+// instead that the broker aborted it for its age (it bumps the producer
+// epoch, which librdkafka 2.0 reports like a fencing; not another
+// instance). An abortable error aborts first. Once failed, every call returns
+// the same error.
 //
 // Threading: one thread (the relay's poll loop).
 #ifndef OUTBOX_CORE_TRANSACTIONAL_COMMIT_POLICY_H_
 #define OUTBOX_CORE_TRANSACTIONAL_COMMIT_POLICY_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +50,7 @@
 #include "core/commit_policy.h"
 #include "core/kafka_transactions.h"
 #include "core/refused_events.h"
+#include "outbox/clock.h"
 
 namespace outbox {
 
@@ -49,6 +59,16 @@ struct TransactionOptions {
   int64_t max_ms = 100;
   int64_t max_events = 10000;
   int64_t split_events = 1000000;
+  // Split a PostgreSQL transaction once the Kafka transaction has been
+  // open this long (and commit between them by then at the latest, even
+  // with a larger max_ms); <= 0: never by time.
+  int64_t split_ms = 20000;
+  // The producer's transaction.timeout.ms (to classify an epoch error).
+  int64_t timeout_ms = 60000;
+  // Where the time of a failure is read (a commit may block for seconds
+  // after the time its caller gave); null: the newest time a call gave.
+  // Not owned; the callers' clock.
+  const Clock* clock = nullptr;
 };
 
 class TransactionalCommitPolicy final : public CommitPolicy {
@@ -72,7 +92,7 @@ class TransactionalCommitPolicy final : public CommitPolicy {
   absl::StatusOr<Lsn> Confirmable(Lsn delivered, int64_t now_us) override;
   // When the open Kafka transaction reaches max_ms.
   int64_t WakeAtUs() const override {
-    return open_ ? opened_us_ + options_.max_ms * 1000 : -1;
+    return open_ ? opened_us_ + CommitAfterMs() * 1000 : -1;
   }
   absl::Status Finish(bool commit) override;
 
@@ -83,6 +103,14 @@ class TransactionalCommitPolicy final : public CommitPolicy {
 
  private:
   bool Due(int64_t now_us) const;
+  // How long a Kafka transaction stays open between PostgreSQL
+  // transactions: max_ms, or split_ms if sooner.
+  int64_t CommitAfterMs() const {
+    return options_.split_ms > 0 ? std::min(options_.max_ms, options_.split_ms)
+                                 : options_.max_ms;
+  }
+  // The open Kafka transaction must split the PostgreSQL transaction.
+  bool SplitDue(int64_t now_us) const;
   // Produces the checkpoint (end_lsn = open_end_, or the last committed
   // one, plus the partial transaction if given) and commits.
   absl::Status Commit(Lsn partial_commit_lsn, int64_t partial_events);
@@ -108,6 +136,7 @@ class TransactionalCommitPolicy final : public CommitPolicy {
   bool open_ = false;           // a Kafka transaction is open
   bool aborted_ = false;        // Finish() aborted one
   int64_t opened_us_ = 0;       // when it opened
+  int64_t now_us_ = 0;          // the newest time a call was given
   int64_t txn_events_ = 0;      // events in it
   Lsn open_end_ = kInvalidLsn;  // newest PostgreSQL commit in it
   bool in_pg_ = false;          // between B and C

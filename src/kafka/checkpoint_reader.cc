@@ -2,10 +2,15 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "outbox/status_macros.h"
 
 namespace outbox {
 namespace {
@@ -49,28 +54,11 @@ bool ConsumerProperty(const std::string& key) {
   return true;
 }
 
-}  // namespace
-
-absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
-                                          const std::string& topic,
-                                          const std::string& system_identifier,
-                                          const std::string& slot,
-                                          int timeout_ms) {
-  Checkpoint last;
-  last.system_identifier = system_identifier;
-  last.slot = slot;
-  absl::StatusOr<std::optional<std::string>> value =
-      ReadLatestValue(options, topic, Checkpoint::Key(system_identifier, slot),
-                      timeout_ms, "checkpoint topic");
-  if (!value.ok()) return value.status();
-  if (!value->has_value()) return last;
-  return Checkpoint::Parse(**value);
-}
-
-absl::StatusOr<std::optional<std::string>> ReadLatestValue(
-    const KafkaOptions& options, const std::string& topic,
-    const std::string& key, int timeout_ms, absl::string_view what) {
-  std::optional<std::string> last;
+// A client with the reader's properties and isolation level. Its own
+// client.id suffix tells the two apart in broker logs.
+absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> NewConsumer(
+    const KafkaOptions& options, absl::string_view isolation,
+    absl::string_view what) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
   std::vector<std::pair<std::string, std::string>> props;
@@ -80,8 +68,9 @@ absl::StatusOr<std::optional<std::string>> ReadLatestValue(
   props.emplace_back("bootstrap.servers", options.brokers);
   props.emplace_back("group.id", "outbox-relay-checkpoint-reader");
   props.emplace_back("enable.auto.commit", "false");
-  props.emplace_back("isolation.level", "read_committed");
+  props.emplace_back("isolation.level", std::string(isolation));
   props.emplace_back("enable.partition.eof", "true");
+  props.emplace_back("allow.auto.create.topics", "false");
   props.emplace_back("client.id", "outbox-relay-checkpoint-reader");
   for (const auto& [k, v] : props) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) !=
@@ -97,81 +86,228 @@ absl::StatusOr<std::optional<std::string>> ReadLatestValue(
     return absl::InternalError(
         absl::StrCat("cannot create the ", what, " reader: ", err));
   }
-  std::unique_ptr<rd_kafka_t, KafkaDeleter> rk(raw);
+  return std::unique_ptr<rd_kafka_t, KafkaDeleter>(raw);
+}
+
+absl::Status TopicError(absl::string_view what, const std::string& topic,
+                        int err, bool topic_exists) {
+  const auto e = static_cast<rd_kafka_resp_err_t>(err);
+  switch (e) {
+    case RD_KAFKA_RESP_ERR_NO_ERROR:
+      return absl::OkStatus();
+    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+      if (!topic_exists) return absl::NotFoundError(topic);
+      return absl::UnavailableError(absl::StrCat(
+          "the ", what, " ", topic, " exists but the broker does not know it (",
+          rd_kafka_err2str(e), "; stale metadata after a restart?)"));
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not authorized to read the ", what, " ", topic, " (",
+          rd_kafka_err2str(e),
+          "): the relay's principal needs READ and DESCRIBE on it"));
+    default:
+      return absl::UnavailableError(absl::StrCat(
+          "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
+  }
+}
+
+}  // namespace
+
+absl::Status CheckpointTopicError(const std::string& topic, int err,
+                                  bool topic_exists) {
+  return TopicError("checkpoint topic", topic, err, topic_exists);
+}
+
+namespace {
+
+// Every record with `key` in `topic`, in offset order, to on_value (nullopt
+// for a tombstone), read as ReadCheckpoint's comment says: to the high
+// watermark, never stopping at a last stable offset below it. OK without a
+// call when the topic does not exist (and topic_exists is false).
+absl::Status ReadKeyedValues(
+    const KafkaOptions& options, const std::string& topic,
+    const std::string& key, int timeout_ms, absl::string_view what,
+    bool topic_exists,
+    const std::function<absl::Status(std::optional<absl::string_view>)>&
+        on_value) {
+  // The high watermarks come from a read_uncommitted client: a
+  // read_committed one may answer with the last stable offset.
+  absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> probe =
+      NewConsumer(options, "read_uncommitted", what);
+  if (!probe.ok()) return probe.status();
+  absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> reader =
+      NewConsumer(options, "read_committed", what);
+  if (!reader.ok()) return reader.status();
+  rd_kafka_t* rk = reader->get();
+
   const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk.get(), topic.c_str(), nullptr);
-  rd_kafka_resp_err_t e = rd_kafka_metadata(rk.get(), 0, rkt, &md, timeout_ms);
+  rd_kafka_topic_t* rkt =
+      rd_kafka_topic_new(probe->get(), topic.c_str(), nullptr);
+  rd_kafka_resp_err_t e =
+      rd_kafka_metadata(probe->get(), 0, rkt, &md, timeout_ms);
   rd_kafka_topic_destroy(rkt);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError(absl::StrCat(
         "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
   }
+  absl::Status topic_status =
+      md->topic_cnt == 0
+          ? TopicError(what, topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+                       topic_exists)
+          : TopicError(what, topic, md->topics[0].err, topic_exists);
   int partitions = 0;
-  bool missing = md->topic_cnt == 0 || md->topics[0].err != 0;
-  if (!missing) partitions = md->topics[0].partition_cnt;
+  if (topic_status.ok()) {
+    partitions = md->topics[0].partition_cnt;
+    for (int p = 0; p < partitions && topic_status.ok(); ++p) {
+      if (md->topics[0].partitions[p].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        topic_status = CheckpointTopicError(
+            topic, md->topics[0].partitions[p].err, topic_exists);
+      }
+    }
+    if (topic_status.ok() && partitions == 0) {
+      topic_status = absl::UnavailableError(
+          absl::StrCat("the ", what, " ", topic, " has no partitions yet"));
+    }
+  }
   rd_kafka_metadata_destroy(md);
-  if (missing || partitions == 0) return last;  // no checkpoint yet
+  // Only a topic that does not exist means "nothing recorded yet".
+  if (absl::IsNotFound(topic_status)) return absl::OkStatus();
+  if (!topic_status.ok()) return topic_status;
 
   rd_kafka_topic_partition_list_t* list =
       rd_kafka_topic_partition_list_new(partitions);
+  std::vector<int64_t> high(partitions, 0);
   int to_read = 0;
   for (int p = 0; p < partitions; ++p) {
-    int64_t low = 0, high = 0;
-    e = rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), p, &low,
-                                         &high, timeout_ms);
+    int64_t low = 0;
+    e = rd_kafka_query_watermark_offsets(probe->get(), topic.c_str(), p, &low,
+                                         &high[p], timeout_ms);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
       rd_kafka_topic_partition_list_destroy(list);
-      return absl::UnavailableError(absl::StrCat(
-          "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
+      absl::Status s = TopicError(what, topic, e, /*topic_exists=*/true);
+      return s.ok() ? absl::UnavailableError(topic) : s;
     }
-    if (high <= low) continue;
+    if (high[p] <= low) continue;
     rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset =
         RD_KAFKA_OFFSET_BEGINNING;
     ++to_read;
   }
   if (to_read == 0) {
     rd_kafka_topic_partition_list_destroy(list);
-    return last;
+    return absl::OkStatus();
   }
-  e = rd_kafka_assign(rk.get(), list);
+  e = rd_kafka_assign(rk, list);
   rd_kafka_topic_partition_list_destroy(list);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError(absl::StrCat(
         "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
   }
-  // read_committed stops at the last stable offset; end of partition is
-  // reported there.
-  int eofs = 0;
+  // read_committed reports the end of a partition at its last stable
+  // offset: the first offset of the oldest open transaction on it (another
+  // relay's, sharing the topic, or one this relay left open). Every record
+  // below the high watermark read above must be decided before the newest
+  // checkpoint is known, so wait (bounded) for the end to reach it.
+  std::vector<int64_t> end(partitions, -1);
+  int done = 0;
   int waited = 0;
-  while (eofs < to_read) {
+  while (done < to_read) {
     if (waited >= timeout_ms) {
+      std::string held;
+      for (int p = 0; p < partitions; ++p) {
+        if (end[p] >= 0 && end[p] < high[p]) {
+          held =
+              absl::StrCat(" (partition ", p,
+                           ": an open transaction holds "
+                           "the last stable offset at ",
+                           end[p], ", below the high watermark ", high[p], ")");
+          break;
+        }
+      }
       return absl::UnavailableError(
-          absl::StrCat("timed out reading the ", what, " ", topic));
+          absl::StrCat("timed out reading the ", what, " ", topic, held,
+                       "; an older record is never used"));
     }
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk.get(), 100);
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
     if (m == nullptr) {
       waited += 100;
       continue;
     }
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      ++eofs;
+      const int p = m->partition;
+      if (p >= 0 && p < partitions) {
+        const bool was_done = end[p] >= high[p];
+        end[p] = std::max(end[p], m->offset);
+        if (!was_done && end[p] >= high[p]) ++done;
+      }
     } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      std::string error = rd_kafka_message_errstr(m);
+      absl::Status s = m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED
+                           ? TopicError(what, topic, m->err, true)
+                           : absl::UnavailableError(absl::StrCat(
+                                 "cannot read the checkpoint topic ", topic,
+                                 ": ", rd_kafka_message_errstr(m)));
       rd_kafka_message_destroy(m);
-      return absl::UnavailableError(
-          absl::StrCat("cannot read the ", what, " ", topic, ": ", error));
+      return s;
     } else if (m->key != nullptr &&
                absl::string_view(static_cast<const char*>(m->key),
                                  m->key_len) == key) {
       // A tombstone (null value) deletes the key.
-      if (m->payload == nullptr) {
-        last.reset();
-      } else {
-        last = std::string(static_cast<const char*>(m->payload), m->len);
+      std::optional<absl::string_view> value;
+      if (m->payload != nullptr) {
+        value = absl::string_view(static_cast<const char*>(m->payload), m->len);
+      }
+      absl::Status s = on_value(value);
+      if (!s.ok()) {
+        rd_kafka_message_destroy(m);
+        return s;
       }
     }
     rd_kafka_message_destroy(m);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<std::string>> ReadLatestValue(
+    const KafkaOptions& options, const std::string& topic,
+    const std::string& key, int timeout_ms, absl::string_view what) {
+  std::optional<std::string> last;
+  RETURN_IF_ERROR(ReadKeyedValues(options, topic, key, timeout_ms, what,
+                                  /*topic_exists=*/false,
+                                  [&last](std::optional<absl::string_view> v) {
+                                    if (v.has_value()) {
+                                      last = std::string(*v);
+                                    } else {
+                                      last.reset();
+                                    }
+                                    return absl::OkStatus();
+                                  }));
+  return last;
+}
+
+absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
+                                          const std::string& topic,
+                                          const std::string& system_identifier,
+                                          const std::string& slot,
+                                          int timeout_ms, bool topic_exists) {
+  Checkpoint last;
+  last.system_identifier = system_identifier;
+  last.slot = slot;
+  bool found = false;
+  RETURN_IF_ERROR(
+      ReadKeyedValues(options, topic, Checkpoint::Key(system_identifier, slot),
+                      timeout_ms, "checkpoint topic", topic_exists,
+                      [&](std::optional<absl::string_view> v) -> absl::Status {
+                        if (!v.has_value()) return absl::OkStatus();
+                        ASSIGN_OR_RETURN(Checkpoint c, Checkpoint::Parse(*v));
+                        // The furthest one, whatever the read order.
+                        if (!found || c.After(last)) last = c;
+                        found = true;
+                        return absl::OkStatus();
+                      }));
   return last;
 }
 

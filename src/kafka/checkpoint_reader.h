@@ -1,13 +1,25 @@
 // ReadCheckpoint: the last committed exactly-once checkpoint of one
 // database and slot (core/checkpoint.h), read at start-up with a
 // read_committed consumer from the compacted checkpoint topic: every
-// partition from its beginning to its high watermark, the newest record
-// with the key wins. Records of other keys are ignored.
+// partition from its beginning to its high watermark (asked of a
+// read_uncommitted client), the furthest record with the key wins
+// (Checkpoint::After, not read order). Records of other keys (other
+// relays sharing the topic) are ignored.
 //
-// Returns a Checkpoint with end_lsn kInvalidLsn when there is none (a first
-// run, or the topic does not exist yet). Unavailable when Kafka cannot be
-// read within timeout_ms; DataLoss for a malformed record with our key.
-// Includes rdkafka.h for consuming only.
+// Under read_committed the end of a partition is its last stable offset;
+// while an open transaction (another relay's on the shared topic, or one
+// this relay left open) holds it below the high watermark, newer
+// checkpoints may lie behind it, so the reader waits up to timeout_ms and
+// then returns Unavailable (the supervisor retries): never an older
+// checkpoint.
+//
+// Returns a Checkpoint with end_lsn kInvalidLsn when there is none: a first
+// run, or the topic does not exist (and `topic_exists` is false: the
+// caller did not see it exist). Unavailable when Kafka cannot be read within
+// timeout_ms, a partition has no leader, or the broker does not know a
+// topic known to exist (stale metadata after a restart); FailedPrecondition
+// (one line) when not authorized; DataLoss for a malformed record with our
+// key. Includes rdkafka.h for consuming only.
 #ifndef OUTBOX_KAFKA_CHECKPOINT_READER_H_
 #define OUTBOX_KAFKA_CHECKPOINT_READER_H_
 
@@ -20,9 +32,9 @@
 
 namespace outbox {
 
-// The value of the newest record with `key` in compacted `topic` (read as
-// above); nullopt when there is none or the topic does not exist. `what`
-// names the topic in errors ("checkpoint topic", "state topic").
+// The value of the newest record with `key` in compacted `topic`, read the
+// same way; nullopt when there is none or the topic does not exist. `what`
+// names the topic in errors ("state topic").
 absl::StatusOr<std::optional<std::string>> ReadLatestValue(
     const KafkaOptions& options, const std::string& topic,
     const std::string& key, int timeout_ms, absl::string_view what);
@@ -31,7 +43,15 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
                                           const std::string& topic,
                                           const std::string& system_identifier,
                                           const std::string& slot,
-                                          int timeout_ms);
+                                          int timeout_ms,
+                                          bool topic_exists = false);
+
+// The status a metadata or fetch error on the checkpoint topic means
+// (rd_kafka_resp_err_t `err`): OK for none; NotFound for an unknown topic
+// not known to exist; Unavailable for one known to exist and for transient
+// errors; FailedPrecondition for authorization.
+absl::Status CheckpointTopicError(const std::string& topic, int err,
+                                  bool topic_exists);
 
 }  // namespace outbox
 

@@ -76,6 +76,16 @@ LibpqReplicationStream::~LibpqReplicationStream() {
   if (buffer_ != nullptr) PQfreemem(buffer_);
 }
 
+absl::StatusOr<std::string> LibpqReplicationStream::TimelineHistory() {
+  if (server_.timeline <= 1) return std::string();
+  ASSIGN_OR_RETURN(PgResult res, db_->Query(absl::StrCat("TIMELINE_HISTORY ",
+                                                         server_.timeline)));
+  if (PgConnection::Rows(res) != 1 || PQnfields(res.get()) < 2) {
+    return absl::InternalError("unexpected TIMELINE_HISTORY reply");
+  }
+  return PgConnection::Value(res, 0, 1);
+}
+
 absl::Status LibpqReplicationStream::CheckServer() {
   server_.endpoint = db_->Endpoint();
   {

@@ -90,6 +90,11 @@ class LibpqReplicationStream : public ReplicationStream {
 
   const ServerInfo& server() const { return server_; }
 
+  // The content of the history file of the server's timeline
+  // (TIMELINE_HISTORY): how it forked from its ancestors. "" on timeline 1,
+  // which has none. Before Start() only.
+  absl::StatusOr<std::string> TimelineHistory();
+
   absl::Status Start(Lsn start) override;
   absl::StatusOr<bool> Read(StreamMessage* out) override;
   absl::Status SendStatus(Lsn received, Lsn flushed,

@@ -59,6 +59,7 @@ Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
   stats_.confirmed = start;
   stats_.received = start;
   last_sent_flush_ = start;
+  start_ = start;
   sink_->SetDeliveryHandler(
       [this](const DeliveryReport& report) { OnDelivery(report); });
 }
@@ -301,6 +302,9 @@ absl::Status Relay::MaybeSendStatus(bool force) {
   int64_t now = clock_->NowMicros();
   ASSIGN_OR_RETURN(Lsn confirmed,
                    policy_->Confirmable(tracker_.confirmed(), now));
+  // Never move the slot back: the policy's answer (an exactly-once
+  // checkpoint) may lie behind where the session started.
+  confirmed = std::max(confirmed, start_);
   int64_t since = now - last_status_us_;
   bool due = force || reply_requested_ ||
              since >= int64_t{options_.status_interval_ms} * 1000 ||
@@ -475,7 +479,8 @@ absl::Status Relay::Shutdown(absl::Status result) {
   }
   absl::StatusOr<Lsn> confirmed =
       policy_->Confirmable(tracker_.confirmed(), clock_->NowMicros());
-  stats_.confirmed = confirmed.ok() ? *confirmed : last_sent_flush_;
+  stats_.confirmed =
+      confirmed.ok() ? std::max(*confirmed, start_) : last_sent_flush_;
   if (metrics_ != nullptr) UpdateMetrics();
   return result;
 }

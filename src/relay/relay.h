@@ -218,6 +218,10 @@ class Relay {
   std::deque<FailedRecord> failed_;
   bool in_transaction_ = false;
   Lsn last_sent_flush_ = kInvalidLsn;
+  // The session's start position (the slot's confirmed_flush_lsn): no
+  // flush sent is ever below it, whatever the policy answers (an
+  // exactly-once checkpoint may lie behind the slot).
+  Lsn start_ = kInvalidLsn;
   int64_t last_status_us_ = 0;
   bool reply_requested_ = false;
   int64_t last_progress_us_ = 0;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
@@ -132,6 +133,44 @@ void RecordError(RelayMetrics* metrics, absl::string_view what,
 void SetStates(RelayMetrics* metrics, absl::string_view postgres,
                absl::string_view kafka) {
   if (metrics != nullptr) metrics->daemon_status().SetStates(postgres, kafka);
+}
+
+// The producer's transaction.timeout.ms: kafka.properties' or
+// librdkafka's default.
+int64_t TransactionTimeoutMs(const Config& config) {
+  int64_t ms = 60000;
+  auto it = config.kafka.properties.find("transaction.timeout.ms");
+  if (it != config.kafka.properties.end() &&
+      !absl::SimpleAtoi(it->second, &ms)) {
+    ms = 60000;  // librdkafka refused it at Create() already
+  }
+  return ms;
+}
+
+// The part of the start-up checkpoint that holds on the server the stream
+// is connected to: after a promotion that lost WAL, only what precedes the
+// fork (core/checkpoint.h, TrustedCheckpoint); logged when cut.
+absl::StatusOr<Checkpoint> CheckpointOnServer(LibpqReplicationStream& stream,
+                                              const Checkpoint& checkpoint) {
+  const ServerInfo& server = stream.server();
+  std::vector<TimelineSwitch> history;
+  if (checkpoint.timeline != 0 && checkpoint.timeline < server.timeline) {
+    absl::StatusOr<std::string> text = stream.TimelineHistory();
+    if (!text.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read timeline ", server.timeline,
+                       "'s history: ", text.status().message()));
+    }
+    ASSIGN_OR_RETURN(history, ParseTimelineHistory(*text));
+  }
+  std::string note;
+  ASSIGN_OR_RETURN(Checkpoint trusted,
+                   TrustedCheckpoint(checkpoint, server.system_id,
+                                     server.timeline, history, &note));
+  if (!note.empty()) {
+    Log(Severity::kWarn, note, {{"slot", checkpoint.slot}});
+  }
+  return trusted;
 }
 
 // The slot marker where postgres.slot_marker keeps it.
@@ -482,6 +521,7 @@ class RelaySupervisor {
                                 config_.kafka.flush_timeout_ms);
       if (absl::IsUnavailable(topic.status())) return topic.status();
       checkpoint_topic_checked_ = true;
+      checkpoint_topic_exists_ = topic.ok();
       if (!topic.ok()) {
         // Maybe only creating or describing is denied: producing may work.
         Log(Severity::kWarn, std::string(topic.status().message()));
@@ -500,9 +540,17 @@ class RelaySupervisor {
     }
     absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(
         session_kafka, config_.kafka.checkpoint_topic, server.system_id,
-        config_.postgres.slot, config_.kafka.flush_timeout_ms);
+        config_.postgres.slot, config_.kafka.flush_timeout_ms,
+        checkpoint_topic_exists_);
+    if (checkpoint.ok()) {
+      checkpoint = CheckpointOnServer(*session.stream, *checkpoint);
+    }
     if (absl::IsDataLoss(checkpoint.status())) {
       return Exit(kExitStream, checkpoint.status());
+    }
+    if (absl::IsFailedPrecondition(checkpoint.status())) {
+      RecordError(metrics_, "", checkpoint.status());
+      return Exit(kExitPrecondition, checkpoint.status());
     }
     if (!checkpoint.ok()) return checkpoint.status();
     TransactionOptions txn;
@@ -510,6 +558,9 @@ class RelaySupervisor {
     txn.max_ms = config_.kafka.transaction_max_ms;
     txn.max_events = config_.kafka.transaction_max_events;
     txn.split_events = config_.kafka.transaction_split_events;
+    txn.timeout_ms = TransactionTimeoutMs(config_);
+    txn.split_ms = txn.timeout_ms / 3;  // well before the broker aborts
+    txn.clock = RealClock();            // the Relay's
     Log(Severity::kInfo, "exactly once",
         {{"transactional_id", session_kafka.transactional_id},
          {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
@@ -605,7 +656,10 @@ class RelaySupervisor {
   // Exactly once: events Kafka refused inside an aborted transaction, to
   // dead-letter when the next session replays them.
   RefusedEvents refused_;
-  bool checkpoint_topic_checked_ = false;            // once per process
+  bool checkpoint_topic_checked_ = false;  // once per process
+  // It was seen to exist (or made): a broker that does not know it later
+  // has stale metadata, not "no checkpoint".
+  bool checkpoint_topic_exists_ = false;
   std::unique_ptr<SlotMonitorThread> slot_monitor_;  // after history_
   uint64_t heartbeat_nonce_ = 0;
   std::unique_ptr<HeartbeatEmitter> heartbeat_;

@@ -5,6 +5,7 @@
 
 #include "core/fake_kafka_transactions.h"
 #include "gtest/gtest.h"
+#include "outbox/clock.h"
 
 namespace outbox {
 namespace {
@@ -156,6 +157,84 @@ TEST(TransactionalCommitPolicyTest, SplitsAnOversizedTransactionWithAPartial) {
   TransactionalCommitPolicy q(o, &again,
                               *Checkpoint::Parse(kafka.checkpoints[1]));
   EXPECT_EQ(Txn(q, 0x100, 0x130, 10, 0), 2);
+}
+
+TEST(TransactionalCommitPolicyTest, SplitsASlowTransactionByTime) {
+  // Issue 23 item 4: a PostgreSQL transaction that streams for longer than
+  // the producer's transaction.timeout.ms must not stay in one Kafka
+  // transaction (the broker would abort it, every replay alike).
+  FakeKafkaTransactions kafka;
+  TransactionOptions o = Options();
+  o.max_ms = 100;
+  o.split_ms = 1000;
+  o.timeout_ms = 3000;
+  TransactionalCommitPolicy p(o, &kafka, Start(0x50));
+  p.OnBegin(0x100);
+  // One event every 400 ms: the Kafka transaction is 1200 ms old at the
+  // fourth, which splits after the first three.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(Admit(p, i * 400'000), Admission::kPublish);
+  }
+  ASSERT_EQ(kafka.checkpoints.size(), 1u);
+  absl::StatusOr<Checkpoint> first = Checkpoint::Parse(kafka.checkpoints[0]);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->end_lsn, 0x50u);
+  EXPECT_EQ(first->partial_commit_lsn, 0x100u);
+  EXPECT_EQ(first->partial_events, 3);
+  // No event for a while inside the transaction: a loop turn splits too,
+  // every event admitted so far published.
+  EXPECT_EQ(Confirm(p, 0x50, 1'200'000 + 1'000'000), 0x50u);
+  ASSERT_EQ(kafka.checkpoints.size(), 2u);
+  EXPECT_EQ(Checkpoint::Parse(kafka.checkpoints[1])->partial_events, 4);
+  EXPECT_TRUE(p.OnCommit(0x130, 2'300'000).ok());
+  // A restart from the second checkpoint publishes none of those again.
+  FakeKafkaTransactions again;
+  TransactionalCommitPolicy q(o, &again,
+                              *Checkpoint::Parse(kafka.checkpoints[1]));
+  EXPECT_EQ(Txn(q, 0x100, 0x130, 5, 0), 1);
+}
+
+TEST(TransactionalCommitPolicyTest,
+     ATransactionOpenPastTheTimeoutIsNotCalledFenced) {
+  // The broker aborts a transaction open past transaction.timeout.ms and
+  // bumps the epoch; librdkafka then reports it like a fencing.
+  FakeKafkaTransactions kafka;
+  TransactionOptions o = Options();
+  o.max_ms = 4000;
+  o.split_ms = 0;  // (e.g. the relay was paused: no turn could split)
+  o.timeout_ms = 3000;
+  TransactionalCommitPolicy p(o, &kafka, Start(0x10));
+  EXPECT_EQ(Txn(p, 0x20, 0x30, 1, 0), 1);
+  kafka.fail_call = "checkpoint";
+  kafka.fail_status = absl::FailedPreconditionError(
+      "Kafka producer: _FENCED: producer fenced by newer instance");
+  absl::Status s = p.Confirmable(0x30, 5'000'000).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("transaction.timeout.ms"), std::string::npos) << s;
+  EXPECT_EQ(s.message().find("fenced by another instance"), std::string::npos)
+      << s;
+}
+
+TEST(TransactionalCommitPolicyTest, TheTimeOfAFailureIsReadWhenItHappens) {
+  // The commit itself blocked past the timeout: the time the caller gave
+  // (before it) is not the time of the failure.
+  FakeKafkaTransactions kafka;
+  FakeClock clock;  // at 1 s
+  TransactionOptions o = Options();
+  o.max_ms = 100;
+  o.split_ms = 1000;
+  o.timeout_ms = 3000;
+  o.clock = &clock;
+  TransactionalCommitPolicy p(o, &kafka, Start(0x10));
+  EXPECT_EQ(Txn(p, 0x20, 0x30, 1, 1'000'000), 1);
+  kafka.fail_call = "commit";
+  kafka.fail_status = absl::FailedPreconditionError("_FENCED");
+  kafka.on_commit = [&] { clock.Advance(4'000'000); };
+  absl::Status s = p.Confirmable(0x30, 1'200'000).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("transaction.timeout.ms"), std::string::npos) << s;
+  EXPECT_EQ(s.message().find("fenced by another instance"), std::string::npos)
+      << s;
 }
 
 TEST(TransactionalCommitPolicyTest, FencedStopsForGoodNeverCommitting) {

@@ -213,6 +213,15 @@ class FailoverE2ETest : public RelayE2ETest {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 
+  // The primary dies, the standby is promoted, and db_ connects to it.
+  void FailOverToTheStandby() {
+    ASSERT_NO_FATAL_FAILURE(KillPrimary());
+    ASSERT_EQ(RunScript("pg.sh promote " + standby_dir_), 0);
+    db_ = PgConn::Connect(pg_conninfo_);
+    ASSERT_NE(db_, nullptr);
+    ASSERT_EQ(db_->Scalar("SELECT inet_server_port()"), standby_port_);
+  }
+
   std::string primary_dir_, standby_dir_, primary_port_, standby_port_,
       standby_conninfo_;
 };
@@ -382,11 +391,7 @@ TEST_F(FailoverE2ETest, ARelayStartedAfterThePromotionLogsItFromTheMarker) {
       },
       30000));
   standby.reset();
-  ASSERT_NO_FATAL_FAILURE(KillPrimary());
-  ASSERT_EQ(RunScript("pg.sh promote " + standby_dir_), 0);
-  db_ = PgConn::Connect(pg_conninfo_);
-  ASSERT_NE(db_, nullptr);
-  ASSERT_EQ(db_->Scalar("SELECT inet_server_port()"), standby_port_);
+  ASSERT_NO_FATAL_FAILURE(FailOverToTheStandby());
   Write(2, 20, 3, 0, &committed, &rolled_back);
 
   StartRelay();
@@ -400,6 +405,101 @@ TEST_F(FailoverE2ETest, ARelayStartedAfterThePromotionLogsItFromTheMarker) {
   EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
   std::cerr << "failover with the relay down: " << committed.size()
             << " events, " << duplicates << " duplicates\n";
+}
+
+// Exactly once across a promotion that lost WAL (issue 23 item 3): the
+// asynchronous standby stops receiving at P while the relay publishes up to
+// checkpoint X > P from the primary; the primary dies, the standby is
+// promoted at P, and its own transactions commit at LSNs in [P, X). They
+// were never published: the relay trusts the checkpoint only up to the
+// fork (TIMELINE_HISTORY) and publishes them, once, and drops nothing.
+// The slot on the new primary is one made on the standby beforehand (a
+// logical slot on a standby, PostgreSQL 16+), not a failover slot, which
+// synchronized_standby_slots would have kept from getting ahead of P.
+TEST_F(FailoverE2ETest, ExactlyOnceTrustsTheCheckpointOnlyUpToTheFork) {
+  const std::string checkpoint_topic = UniqueName("cp");
+  extra_relay_args_.insert(extra_relay_args_.end(),
+                           {"--set", "postgres.failover_slot=false", "--set",
+                            "kafka.exactly_once=true", "--set",
+                            "kafka.checkpoint_topic=" + checkpoint_topic});
+  auto standby = PgConn::Connect(standby_conninfo_);
+  ASSERT_NE(standby, nullptr);
+  // The standby's own slot, behind everything written below.
+  std::atomic<bool> created{false};
+  std::thread create([&] {
+    auto conn = PgConn::Connect(standby_conninfo_);
+    conn->Exec("SELECT pg_create_logical_replication_slot('" + slot_ +
+               "', 'pgoutput')");
+    created = true;
+  });
+  while (!created.load()) {
+    db_->Exec("SELECT pg_log_standby_snapshot()");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  create.join();
+
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> before, lost, after;
+  std::vector<std::string> rolled_back;
+  Write(1, 20, 3, 0, &before, &rolled_back);
+  ASSERT_EQ(Audit(before, rolled_back, before.size()), 0);
+  // The standby has all of that, then stops receiving.
+  const std::string sent = db_->Scalar("SELECT pg_current_wal_lsn()");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return standby->Scalar("SELECT pg_last_wal_replay_lsn() >= '" + sent +
+                               "'") == "t";
+      },
+      30000));
+  standby->Exec("ALTER SYSTEM SET primary_conninfo = ''");
+  standby->Exec("SELECT pg_reload_conf()");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return standby->Scalar("SELECT count(*) FROM pg_stat_wal_receiver") ==
+               "0";
+      },
+      30000));
+  // Published from the primary only: the checkpoint moves past P.
+  Write(2, 150, 4, 0, &lost, &rolled_back);
+  ASSERT_EQ(Audit(lost, rolled_back, lost.size()), 0);
+  relay_->Signal(SIGTERM);
+  ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+  uint64_t checkpoint = 0;
+  for (const auto& m :
+       ConsumeAll(env_->kafka_brokers(), {checkpoint_topic}, 1000, 5000)) {
+    checkpoint = std::max(
+        checkpoint,
+        ParseLsnText(m.value.substr(m.value.find("\"end_lsn\":\"") + 11)));
+  }
+  const uint64_t fork =
+      ParseLsnText(standby->Scalar("SELECT pg_last_wal_replay_lsn()::text"));
+  ASSERT_LT(fork, checkpoint);
+  standby.reset();
+  ASSERT_NO_FATAL_FAILURE(FailOverToTheStandby());
+  // The new primary's transactions: committed in [P, X).
+  Write(3, 15, 2, 0, &after, &rolled_back);
+  ASSERT_LT(ParseLsnText(db_->Scalar("SELECT pg_current_wal_lsn()::text")),
+            checkpoint)
+      << "the new transactions did not stay below the checkpoint";
+
+  StartRelay();
+  // Kafka against the new primary (what it has is the truth): every event
+  // of it once, the new timeline's included.
+  std::vector<Event> truth = before;
+  truth.insert(truth.end(), after.begin(), after.end());
+  EXPECT_EQ(Audit(truth, rolled_back, truth.size()), 0) << relay_->Output();
+  EXPECT_THAT(relay_->Output(), HasSubstr("forked off"));
+  ExpectConfirmedReachesCurrentWal(30000);
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+  // The relay's next checkpoint records the new timeline.
+  bool on_timeline_2 = false;
+  for (const auto& m :
+       ConsumeAll(env_->kafka_brokers(), {checkpoint_topic}, 1000, 5000)) {
+    on_timeline_2 |= m.value.find("\"timeline\":2") != std::string::npos;
+  }
+  EXPECT_TRUE(on_timeline_2);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // read_committed consumer (the fixture's Audit: librdkafka consumers default
 // to isolation.level=read_committed) sees every committed event exactly
 // once, in order per key.
+#include <atomic>
 #include <csignal>
 #include <iostream>
 #include <random>
@@ -155,6 +156,115 @@ TEST_F(RelayExactlyOnceE2ETest, StandbyFencesAPausedInstance) {
   EXPECT_EQ(Audit(committed, rolled_back, committed.size()), 0)
       << first->Output();
   std::cerr << "fenced instance's log:\n" << first->Output() << "\n";
+}
+
+// Stops and continues the relay in a loop (stopped `stop_ms`, running
+// `run_ms`) until destroyed: a slow stream, as wide rows or Kafka
+// backpressure make one, on purpose.
+class Throttle {
+ public:
+  Throttle(Process* p, int stop_ms, int run_ms)
+      : thread_([this, p, stop_ms, run_ms] {
+          while (!done_.load()) {
+            p->Signal(SIGSTOP);
+            std::this_thread::sleep_for(std::chrono::milliseconds(stop_ms));
+            p->Signal(SIGCONT);
+            std::this_thread::sleep_for(std::chrono::milliseconds(run_ms));
+          }
+        }) {}
+  ~Throttle() {
+    done_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// Issue 23 item 4: one PostgreSQL transaction that takes longer than the
+// producer's transaction.timeout.ms to stream. Split by count only, its
+// Kafka transaction outlived the timeout, the broker aborted it, and every
+// replay did the same (a livelock, logged as a fencing); split by time too,
+// it is published, once.
+TEST_F(RelayExactlyOnceE2ETest, ASlowTransactionIsSplitBeforeTheTimeout) {
+  StartRelay({"--set", "kafka.properties.transaction.timeout.ms=15000"});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  constexpr int kEvents = 150000;
+  db_->Exec(absl::StrCat(
+      "INSERT INTO public.", table_,
+      " (id, aggregatetype, aggregateid, type, payload) SELECT "
+      "gen_random_uuid(), '",
+      aggtype_,
+      "', 'k' || (i % 4), 'Created', jsonb_build_object('seq', i, 'pad', "
+      "repeat('x', 200)) FROM generate_series(1, ",
+      kEvents, ") i"));
+  auto rows = db_->Query(
+      "SELECT id, aggregateid, payload::text, "
+      "(payload->>'seq')::int FROM public." +
+      table_);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::vector<Event> committed;
+  for (const auto& r : *rows) {
+    Event e;
+    e.id = r[0];
+    e.key = r[1];
+    e.payload = r[2];
+    e.seq = atoi(r[3].c_str());
+    committed.push_back(e);
+  }
+  ASSERT_EQ(committed.size(), static_cast<size_t>(kEvents));
+  {
+    // Running an eighth of the time: streaming the transaction takes far
+    // longer than 15 s plus the broker's check for timed-out transactions
+    // (every 10 s), for every replay alike. The slot is confirmed past it
+    // once all of it is committed in Kafka.
+    Throttle slow(relay_.get(), 700, 100);
+    ExpectConfirmedReachesCurrentWal(240000);
+  }
+  EXPECT_EQ(Audit(committed, {}, committed.size()), 0);
+  const std::string out = relay_->Output();
+  EXPECT_EQ(out.find("fenced by another instance"), std::string::npos) << out;
+  EXPECT_TRUE(relay_->Running()) << out;
+}
+
+// A Kafka transaction the broker aborted for its age (the relay paused past
+// transaction.timeout.ms) is reported as that, not as a fencing by another
+// instance; it is replayed from the checkpoint and nothing is lost or
+// repeated.
+TEST_F(RelayExactlyOnceE2ETest, ATimedOutTransactionIsNotCalledFenced) {
+  StartRelay({"--set", "kafka.properties.transaction.timeout.ms=3000"});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  StartWriters(1);
+  // A session ends once the broker has aborted a transaction.
+  const std::string ended = "session ended";
+  for (int i = 0; i < 3 && relay_->Output().find(ended) == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    // A writer keeps a Kafka transaction open nearly all the time. Paused
+    // past the 3 s timeout and the broker's check for timed-out
+    // transactions (every 10 s).
+    relay_->Signal(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(14000));
+    relay_->Signal(SIGCONT);
+    WaitUntil([&] { return relay_->Output().find(ended) != std::string::npos; },
+              10000);
+  }
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Join(&committed, &rolled_back);
+  const std::string out = relay_->Output();
+  EXPECT_NE(out.find(ended), std::string::npos) << out;
+  // librdkafka 2.0.2 reports the broker's abort as _FENCED (or a record's
+  // delivery as "old epoch"): never as another instance.
+  EXPECT_EQ(out.find("fenced by another instance"), std::string::npos) << out;
+  EXPECT_EQ(Audit(committed, rolled_back, committed.size()), 0) << out;
+  for (size_t at = out.find(ended); at != std::string::npos;
+       at = out.find(ended, at + 1)) {
+    const size_t begin = out.rfind('\n', at) + 1;
+    std::cerr << "the relay's words: "
+              << out.substr(begin, out.find('\n', at) - begin) << "\n";
+  }
 }
 
 }  // namespace

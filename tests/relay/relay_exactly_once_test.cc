@@ -79,6 +79,24 @@ TEST_F(RelayExactlyOnceTest, ConfirmsNothingPastAnUncommittedTransaction) {
   EXPECT_EQ(std::count(kafka_.calls.begin(), kafka_.calls.end(), "commit"), 0);
 }
 
+TEST_F(RelayExactlyOnceTest, NeverSendsAFlushBelowTheSessionStart) {
+  // The slot was confirmed past the last checkpoint (no Kafka transaction
+  // was open then), and the new session opens one at once: the policy's
+  // durable position is the checkpoint, behind the slot. Issue 23 item 5.
+  script_.Txn(2);
+  script_.Txn(2);
+  TransactionOptions o;
+  o.max_ms = 1'000'000'000;  // the Kafka transaction stays open
+  TransactionalCommitPolicy policy(o, &kafka_, At(start_ - 0x100));
+  policy_ = &policy;
+  options_.status_interval_ms = 0;  // a status update every loop turn
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+  ASSERT_FALSE(stream_.statuses().empty());
+  for (const auto& status : stream_.statuses()) {
+    EXPECT_GE(status.flushed, start_) << FormatLsn(status.flushed);
+  }
+}
+
 TEST_F(RelayExactlyOnceTest, RefusedRecordIsDeadLetteredWhenReplayed) {
   options_.dead_letter = true;
   std::vector<std::string> first = script_.Txn(2);
