@@ -2,6 +2,7 @@
 //
 //   outbox-audit [--config relay.yaml] [--pg ...] [--kafka ...] [--tables ...]
 //                [--max-duplicates N] [--json] [--timeout-s S]
+//                [--read-committed] [--help] [--version]
 //
 // Reads the committed events from the configured outbox tables and every
 // record of the topics their templates can produce; prints missing,
@@ -10,68 +11,34 @@
 // a server cannot be read.
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "audit/audit.h"
 #include "audit/audit_sources.h"
 #include "common/progress.h"
+#include "common/version.h"
 #include "config/command_line.h"
 #include "config/config.h"
 
 int main(int argc, char** argv) {
   using namespace outbox;
-  int64_t max_duplicates = -1;
-  bool json = false;
-  bool read_committed = false;
-  int timeout_s = 120;
-  // Our own flags first; the rest is the relays' common command line.
-  std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      size_t n = strlen(flag);
-      if (a.size() > n && a.compare(0, n, flag) == 0 && a[n] == '=') {
-        return argv[i] + n + 1;
-      }
-      if (a == flag && i + 1 < argc) return argv[++i];
-      return nullptr;
-    };
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--read-committed") {
-      read_committed = true;
-    } else if (const char* v = value("--max-duplicates")) {
-      max_duplicates = atoll(v);
-    } else if (const char* t = value("--timeout-s")) {
-      timeout_s = atoi(t);
-    } else if (a == "--help" || a == "-h") {
-      puts(
-          "usage: outbox-audit [--config FILE] [--pg CONNINFO] [--kafka "
-          "BROKERS]\n"
-          "                    [--tables A,B] [--topic TEMPLATE] [--set "
-          "key=value]\n"
-          "                    [--max-duplicates N] [--json] [--timeout-s "
-          "S]\n"
-          "                    [--read-committed]\n"
-          "Compares the outbox tables with Kafka: missing, duplicates, "
-          "unknown,\nmisrouted and per-key order violations. Exit 0 = pass, "
-          "1 = fail.\n--read-committed reads only committed Kafka transactions "
-          "(kafka.exactly_once)\nand fails on any duplicate unless "
-          "--max-duplicates says otherwise.");
-      return 0;
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  absl::StatusOr<CommandLine> cl =
-      ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv, Tool::kAudit);
   if (!cl.ok()) {
     fprintf(stderr, "outbox-audit: %s\n",
             std::string(cl.status().message()).c_str());
     return 2;
   }
+  if (cl->help) {
+    fputs(HelpText(Tool::kAudit).c_str(), stdout);
+    return 0;
+  }
+  if (cl->version) {
+    printf("%s\n", VersionLine("outbox-audit").c_str());
+    return 0;
+  }
+  const CommandLine::Audit& flags = cl->audit;
+  int64_t max_duplicates = flags.max_duplicates;
   absl::StatusOr<Config> config = LoadConfig(*cl);
   if (!config.ok()) {
     fprintf(stderr, "outbox-audit: %s\n",
@@ -95,11 +62,11 @@ int main(int argc, char** argv) {
     patterns.push_back(TopicPattern(t.topic));
   }
   // Exactly once means exactly once: no duplicate is tolerated by default.
-  if (read_committed && max_duplicates < 0) max_duplicates = 0;
+  if (flags.read_committed && max_duplicates < 0) max_duplicates = 0;
   // A progress meter on a terminal only: logs and pipes stay quiet.
-  auto records =
-      ReadPublishedRecords(*config, patterns, timeout_s, read_committed,
-                           Progress::IsTerminal(stderr) ? stderr : nullptr);
+  auto records = ReadPublishedRecords(
+      *config, patterns, flags.timeout_s, flags.read_committed,
+      Progress::IsTerminal(stderr) ? stderr : nullptr);
   if (!records.ok()) {
     fprintf(stderr, "outbox-audit: %s\n",
             std::string(records.status().message()).c_str());
@@ -107,7 +74,7 @@ int main(int argc, char** argv) {
   }
   AuditReport report = Audit(*committed, *records);
   bool passed = report.Passed(max_duplicates);
-  if (json) {
+  if (flags.json) {
     printf("%s\n", report.ToJson().c_str());
   } else {
     printf("%s%s\n", report.ToText().c_str(), passed ? "PASS" : "FAIL");

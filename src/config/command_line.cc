@@ -5,9 +5,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "config/config.h"
 #include "config/config_keys.h"
+#include "daemon/exit_code.h"
 
 namespace outbox {
 namespace {
@@ -17,14 +19,19 @@ struct FlagSpec {
   absl::string_view arg;   // empty: takes no value
   absl::string_view path;  // override path; empty: handled by the parser
   absl::string_view help;
+  ToolSet tools = kAllTools;  // the tools that take it
 };
 
-// Every flag; ParseCommandLine() and HelpText() both read this.
+constexpr ToolSet kAudit = ToolBit(Tool::kAudit);
+
+// Every flag; ParseCommandLine() and HelpText() both read this. A name may
+// appear twice, for different tools.
 constexpr FlagSpec kFlags[] = {
     {"config", "FILE", "", "YAML configuration file (keys below)"},
     {"pg", "CONNINFO", "postgres.conninfo", "same as --set postgres.conninfo="},
     {"kafka", "BROKERS", "kafka.brokers", "same as --set kafka.brokers="},
-    {"slot", "NAME", "postgres.slot", "same as --set postgres.slot="},
+    {"slot", "NAME", "postgres.slot",
+     "same as --set postgres.slot=", kRelayOnly},
     {"tables", "A,B", kTablesPath,
      "replace outbox.tables with these tables, each with the default mapping"},
     {"topic", "TEMPLATE", "outbox.tables[*].topic",
@@ -35,19 +42,93 @@ constexpr FlagSpec kFlags[] = {
      "a table's key (outbox.tables[0].topic=x); repeatable"},
     {"since", "TIMESTAMP", "",
      "republish: events created at or after this time (timestamptz text; "
-     "UTC unless it names a zone)"},
-    {"until", "TIMESTAMP", "", "republish: and before this time"},
-    {"all", "", "", "republish: every row of the outbox tables"},
-    {"dry-run", "", "", "republish: print what would be re-published only"},
+     "UTC unless it names a zone)",
+     kRelayOnly},
+    {"until", "TIMESTAMP", "", "republish: and before this time", kRelayOnly},
+    {"all", "", "", "republish: every row of the outbox tables", kRelayOnly},
+    {"dry-run", "", "", "republish: print what would be re-published only",
+     kRelayOnly},
     {"timeout-s", "S", "",
-     "republish: give up reading the topics back after S seconds (120)"},
+     "republish: give up reading the topics back after S seconds (120)",
+     kRelayOnly},
+    {"json", "", "", "print the report as JSON", kAudit},
+    {"read-committed", "", "",
+     "read only committed Kafka transactions (kafka.exactly_once) and fail "
+     "on any duplicate unless --max-duplicates says otherwise",
+     kAudit},
+    {"max-duplicates", "N", "",
+     "pass with up to N duplicate records (default: any number, 0 with "
+     "--read-committed)",
+     kAudit},
+    {"timeout-s", "S", "", "give up reading the topics after S seconds (120)",
+     kAudit},
     {"help", "", "", "print this help and exit"},
-    {"version", "", "", "print the version and exit"},
+    {"version", "", "", "print the version and the git revision, and exit"},
 };
 
-const FlagSpec* FindFlag(absl::string_view name) {
+// The commands each tool has; the first is its default.
+struct CommandSpec {
+  absl::string_view name;
+  absl::string_view arg;  // its operand, if any
+  CommandLine::Command command;
+  absl::string_view help;
+  ToolSet tools;
+};
+
+constexpr CommandSpec kCommands[] = {
+    {"run", "", CommandLine::Command::kRun,
+     "relay outbox rows to Kafka until stopped (default)", kDaemons},
+    {"status", "", CommandLine::Command::kStatus,
+     "print the replication slot's position and lag, then exit", kRelayOnly},
+    {"republish", "", CommandLine::Command::kRepublish,
+     "produce the events of a time range (--since/--until, or --all) that "
+     "are in the outbox tables but in no Kafka record, as the relay would; "
+     "never touches the slot",
+     kRelayOnly},
+    {"from-debezium", "FILE", CommandLine::Command::kFromDebezium,
+     "print the configuration that gives the records of this Debezium "
+     "connector (.properties or Connect REST .json)",
+     kRelayOnly},
+};
+
+// What each exit status means, per tool (the codes: daemon/exit_code.h).
+struct ExitSpec {
+  int code;
+  absl::string_view meaning;
+  ToolSet tools;
+};
+
+constexpr ExitSpec kExits[] = {
+    {kExitOk, "stopped cleanly (SIGTERM or SIGINT), or the command succeeded",
+     kDaemons},
+    {kExitOk, "the audit passed", kAudit},
+    {kExitInternal,
+     "internal error: a bug or an unexpected server answer (the log says)",
+     kDaemons},
+    {kExitInternal, "the audit failed (the report says what)", kAudit},
+    {kExitUsage, "bad command line or configuration (one line says what)",
+     kAllTools},
+    {kExitPrecondition,
+     "a server is not set up or cannot be read (the message says what to "
+     "do)",
+     kAllTools},
+    {kExitHalted,
+     "halted on an invalid row (outbox.on_invalid: halt) or an update "
+     "(outbox.on_update: halt)",
+     kRelayOnly},
+    {kExitStream, "undecodable replication stream", kRelayOnly},
+};
+
+bool Takes(ToolSet tools, Tool tool) { return (tools & ToolBit(tool)) != 0; }
+
+// The flag `name` of `tool`, or nullptr; *other_tool says whether another
+// tool has it.
+const FlagSpec* FindFlag(absl::string_view name, Tool tool, bool* other_tool) {
+  *other_tool = false;
   for (const FlagSpec& f : kFlags) {
-    if (f.name == name) return &f;
+    if (f.name != name) continue;
+    if (Takes(f.tools, tool)) return &f;
+    *other_tool = true;
   }
   return nullptr;
 }
@@ -78,9 +159,21 @@ void AppendWrapped(std::string* out, absl::string_view text, size_t indent,
 
 }  // namespace
 
-absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
+absl::string_view ToolName(Tool tool) {
+  switch (tool) {
+    case Tool::kRelay:
+      return "outbox-relay";
+    case Tool::kPoller:
+      return "outbox-poller";
+    case Tool::kAudit:
+      return "outbox-audit";
+  }
+  return "outbox-relay";
+}
+
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
   CommandLine cl;
-  absl::string_view program = argc > 0 ? argv[0] : "outbox-relay";
+  absl::string_view program = argc > 0 ? argv[0] : ToolName(tool);
   size_t slash = program.rfind('/');
   cl.program = std::string(
       slash == absl::string_view::npos ? program : program.substr(slash + 1));
@@ -101,29 +194,35 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
       if (have_command) {
         return Error(absl::StrCat("unexpected argument \"", arg, "\""));
       }
-      if (arg == "run") {
-        cl.command = CommandLine::Command::kRun;
-      } else if (arg == "status") {
-        cl.command = CommandLine::Command::kStatus;
-      } else if (arg == "republish") {
-        cl.command = CommandLine::Command::kRepublish;
-      } else if (arg == "from-debezium") {
-        cl.command = CommandLine::Command::kFromDebezium;
-      } else {
-        return Error(absl::StrCat("unknown command \"", arg,
-                                  "\"; expected run, status, republish or "
-                                  "from-debezium"));
+      const CommandSpec* command = nullptr;
+      std::vector<absl::string_view> names;
+      for (const CommandSpec& c : kCommands) {
+        if (!Takes(c.tools, tool)) continue;
+        names.push_back(c.name);
+        if (c.name == arg) command = &c;
       }
+      if (command == nullptr) {
+        return Error(absl::StrCat(
+            "unknown command \"", arg, "\"; ",
+            names.empty()
+                ? absl::StrCat(ToolName(tool), " takes no command")
+                : absl::StrCat("expected ", absl::StrJoin(names, ", "))));
+      }
+      cl.command = command->command;
       have_command = true;
       continue;
     }
     std::pair<absl::string_view, absl::string_view> name_value =
         absl::StrSplit(arg, absl::MaxSplits('=', 1));
     const bool inline_value = absl::StrContains(arg, '=');
-    const FlagSpec* flag = FindFlag(name_value.first);
+    bool other_tool = false;
+    const FlagSpec* flag = FindFlag(name_value.first, tool, &other_tool);
     if (flag == nullptr) {
-      return Error(absl::StrCat("unknown flag \"--", name_value.first,
-                                "\"; see --help"));
+      return Error(absl::StrCat(
+          other_tool ? "flag \"--" : "unknown flag \"--", name_value.first,
+          other_tool ? absl::StrCat("\" is not one of ", ToolName(tool), "'s")
+                     : "\"",
+          "; see --help"));
     }
     std::string value;
     if (flag->arg.empty()) {
@@ -157,14 +256,26 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
       cl.republish.dry_run = true;
       republish_flag = flag_name;
     } else if (flag->name == "timeout-s") {
-      if (!absl::SimpleAtoi(value, &cl.republish.timeout_s) ||
-          cl.republish.timeout_s <= 0) {
+      int* timeout_s =
+          tool == Tool::kAudit ? &cl.audit.timeout_s : &cl.republish.timeout_s;
+      if (!absl::SimpleAtoi(value, timeout_s) || *timeout_s <= 0) {
         return Error(
             absl::StrCat("--timeout-s needs a positive number of "
                          "seconds, got \"",
                          value, "\""));
       }
-      republish_flag = flag_name;
+      if (tool != Tool::kAudit) republish_flag = flag_name;
+    } else if (flag->name == "json") {
+      cl.audit.json = true;
+    } else if (flag->name == "read-committed") {
+      cl.audit.read_committed = true;
+    } else if (flag->name == "max-duplicates") {
+      if (!absl::SimpleAtoi(value, &cl.audit.max_duplicates) ||
+          cl.audit.max_duplicates < 0) {
+        return Error(absl::StrCat(
+            "--max-duplicates needs a number of records (0 or more), got \"",
+            value, "\""));
+      }
     } else if (flag->name == "set") {
       std::pair<std::string, std::string> kv =
           absl::StrSplit(value, absl::MaxSplits('=', 1));
@@ -207,34 +318,63 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   return cl;
 }
 
-std::string HelpText(absl::string_view program) {
-  std::string out = absl::StrCat(
-      "Usage: ", program,
-      " [run|status|republish|from-debezium FILE] [flags]\n\n", "Commands:\n",
-      "  run        relay outbox rows to Kafka until stopped (default)\n",
-      "  status     print the replication slot's position and lag, then exit\n",
-      "  republish  produce the events of a time range (--since/--until, or\n",
-      "             --all) that are in the outbox tables but in no Kafka\n",
-      "             record, as the relay would; never touches the slot\n",
-      "  from-debezium FILE\n",
-      "             print the configuration that gives the records of this\n",
-      "             Debezium connector (.properties or Connect REST .json)\n\n",
-      "Flags (--flag VALUE or --flag=VALUE; later ones win):\n");
+std::string HelpText(Tool tool) {
+  const absl::string_view program = ToolName(tool);
+  std::vector<const CommandSpec*> commands;
+  for (const CommandSpec& c : kCommands) {
+    if (Takes(c.tools, tool)) commands.push_back(&c);
+  }
+  std::string out = absl::StrCat("Usage: ", program);
+  if (commands.size() > 1) {
+    absl::StrAppend(&out, " [",
+                    absl::StrJoin(commands, "|",
+                                  [](std::string* o, const CommandSpec* c) {
+                                    absl::StrAppend(o, c->name,
+                                                    c->arg.empty() ? "" : " ",
+                                                    c->arg);
+                                  }),
+                    "]");
+  }
+  absl::StrAppend(&out, " [flags]\n");
+  if (tool == Tool::kAudit) {
+    absl::StrAppend(&out,
+                    "\nCompares the outbox tables with Kafka: missing, "
+                    "duplicates, unknown,\nmisrouted and per-key order "
+                    "violations.\n");
+  }
+  if (commands.size() > 1) {
+    absl::StrAppend(&out, "\nCommands:\n");
+    for (const CommandSpec* c : commands) {
+      absl::StrAppend(&out, "  ", c->name, c->arg.empty() ? "" : " ", c->arg,
+                      "\n");
+      AppendWrapped(&out, c->help, 6, 78);
+    }
+  }
+  absl::StrAppend(&out,
+                  "\nFlags (--flag VALUE or --flag=VALUE; later ones win):\n");
   for (const FlagSpec& f : kFlags) {
+    if (!Takes(f.tools, tool)) continue;
     std::string head =
         absl::StrCat("  --", f.name, f.arg.empty() ? "" : " ", f.arg);
     absl::StrAppend(&out, head, "\n");
     AppendWrapped(&out, f.help, 6, 78);
   }
-  absl::StrAppend(&out,
-                  "\nConfiguration keys (YAML path = default; the same paths "
-                  "work with --set):\n");
+  absl::StrAppend(&out, "\nConfiguration keys ", program,
+                  " uses (YAML path = default; the same paths work with "
+                  "--set; the file may hold the other tools' keys too):\n");
   Config defaults;
   for (const ConfigKey& key : ConfigKeys()) {
+    if (!Takes(key.tools, tool)) continue;
     std::string def = key.global != nullptr ? RenderField(key.global(defaults))
                                             : std::string(key.default_text);
     absl::StrAppend(&out, "  ", key.path, " = ", def, "\n");
     AppendWrapped(&out, key.description, 6, 78);
+  }
+  absl::StrAppend(&out, "\nExit status:\n");
+  for (const ExitSpec& e : kExits) {
+    if (!Takes(e.tools, tool)) continue;
+    absl::StrAppend(&out, "  ", e.code, "\n");
+    AppendWrapped(&out, e.meaning, 6, 78);
   }
   return out;
 }

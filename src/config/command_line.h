@@ -1,4 +1,6 @@
-// CommandLine: the parsed argv of outbox-relay and outbox-poller.
+// CommandLine: the parsed argv of outbox-relay, outbox-poller and
+// outbox-audit. Each tool accepts only its own commands and flags (see
+// kFlags in command_line.cc); the others are refused with one line.
 //
 //   PROGRAM [run|status|republish|from-debezium FILE] [--config FILE] [--pg
 //   CONNINFO] [--kafka BROKERS]
@@ -8,6 +10,9 @@
 // republish (outbox-relay only) takes its range, --since TIMESTAMP [--until
 // TIMESTAMP] or --all, and --dry-run, --timeout-s S; without a range, or
 // with these flags on another command, the command line is refused.
+//
+// outbox-audit takes --json, --read-committed, --max-duplicates N and
+// --timeout-s S (reading Kafka), and no command.
 //
 // from-debezium (outbox-relay only) takes the Debezium connector's
 // configuration file ("-": standard input) and no other argument.
@@ -20,11 +25,13 @@
 #ifndef OUTBOX_CONFIG_COMMAND_LINE_H_
 #define OUTBOX_CONFIG_COMMAND_LINE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "config/tool.h"
 
 namespace outbox {
 
@@ -39,6 +46,14 @@ struct CommandLine {
     bool all = false;
     bool dry_run = false;
     int timeout_s = 120;  // reading the topics back
+  };
+
+  // outbox-audit's flags (audit/audit.h says what they do).
+  struct Audit {
+    bool json = false;
+    bool read_committed = false;
+    int64_t max_duplicates = -1;  // -1: the audit's default
+    int timeout_s = 120;          // reading the topics
   };
 
   // One override, in command-line order. `flag` is what the user typed
@@ -59,14 +74,17 @@ struct CommandLine {
   bool version = false;
   std::vector<Override> overrides;
   Republish republish;
+  Audit audit;
   std::string debezium_config;  // from-debezium's file
 };
 
-absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
+                                             Tool tool = Tool::kRelay);
 
-// Usage, commands, flags, then every config key with its default and
-// description (generated from the key table).
-std::string HelpText(absl::string_view program);
+// Usage, the tool's commands and flags, then every config key it uses with
+// its default and description (generated from the key table), then its exit
+// codes.
+std::string HelpText(Tool tool);
 
 }  // namespace outbox
 

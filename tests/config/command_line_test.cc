@@ -9,7 +9,9 @@
 namespace outbox {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 absl::StatusOr<CommandLine> Parse(std::vector<std::string> args) {
   args.insert(args.begin(), "/usr/bin/outbox-relay");
@@ -136,17 +138,93 @@ TEST(CommandLineTest, Errors) {
 }
 
 TEST(CommandLineTest, HelpTextListsFlagsAndCommands) {
-  std::string help = HelpText("outbox-poller");
+  std::string help = HelpText(Tool::kRelay);
   EXPECT_THAT(
       help,
       HasSubstr(
-          "Usage: outbox-poller [run|status|republish|from-debezium FILE]"));
-  for (const char* flag : {"--config FILE", "--pg CONNINFO", "--kafka BROKERS",
-                           "--slot NAME", "--tables A,B", "--topic TEMPLATE",
-                           "--set KEY=VALUE", "--help", "--version"}) {
+          "Usage: outbox-relay [run|status|republish|from-debezium FILE]"));
+  for (const char* flag :
+       {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--slot NAME",
+        "--tables A,B", "--topic TEMPLATE", "--set KEY=VALUE", "--since",
+        "--help", "--version"}) {
     EXPECT_THAT(help, HasSubstr(flag));
   }
-  EXPECT_THAT(help, HasSubstr("  status "));
+  EXPECT_THAT(help, HasSubstr("  status\n"));
+  EXPECT_THAT(help, HasSubstr("Exit status:\n  0\n"));
+  EXPECT_THAT(help, HasSubstr("  5\n      undecodable replication stream"));
+}
+
+// Issue 24: outbox-poller --help lists only what the poller accepts.
+TEST(CommandLineTest, PollerHelpListsOnlyThePollersCommandsFlagsAndKeys) {
+  std::string help = HelpText(Tool::kPoller);
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [flags]\n"));
+  for (const char* flag :
+       {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--tables A,B",
+        "--topic TEMPLATE", "--set KEY=VALUE", "--help", "--version"}) {
+    EXPECT_THAT(help, HasSubstr(flag));
+  }
+  for (const char* other :
+       {"  status\n", "republish", "from-debezium", "--slot", "--since",
+        "--all", "--dry-run", "--json", "postgres.slot", "postgres.state_dir",
+        "kafka.exactly_once", "limits.", "outbox.messages.prefix",
+        "undecodable"}) {
+    EXPECT_THAT(help, Not(HasSubstr(other))) << other;
+  }
+  for (const char* key :
+       {"postgres.conninfo = ", "poller.batch_size = ", "poller.mode = ",
+        "outbox.on_invalid = ", "kafka.properties = ", "http.listen = "}) {
+    EXPECT_THAT(help, HasSubstr(key));
+  }
+}
+
+TEST(CommandLineTest, AuditHelpListsItsFlagsAndExitCodes) {
+  std::string help = HelpText(Tool::kAudit);
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-audit [flags]\n"));
+  for (const char* flag : {"--json", "--read-committed", "--max-duplicates N",
+                           "--timeout-s S", "--pg CONNINFO", "--version"}) {
+    EXPECT_THAT(help, HasSubstr(flag));
+  }
+  for (const char* other : {"republish", "--slot", "--since", "poller.",
+                            "http.listen", "postgres.slot"}) {
+    EXPECT_THAT(help, Not(HasSubstr(other))) << other;
+  }
+  EXPECT_THAT(help, HasSubstr("  1\n      the audit failed"));
+}
+
+absl::StatusOr<CommandLine> ParseAs(Tool tool, std::vector<std::string> args) {
+  args.insert(args.begin(), std::string(ToolName(tool)));
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return ParseCommandLine(static_cast<int>(argv.size()), argv.data(), tool);
+}
+
+TEST(CommandLineTest, EachToolRefusesTheOthersCommandsAndFlags) {
+  EXPECT_THAT(ParseAs(Tool::kPoller, {"status"}).status().message(),
+              HasSubstr("unknown command \"status\"; expected run"));
+  EXPECT_THAT(ParseAs(Tool::kPoller, {"--slot", "s"}).status().message(),
+              HasSubstr("flag \"--slot\" is not one of outbox-poller's"));
+  EXPECT_THAT(ParseAs(Tool::kRelay, {"--json"}).status().message(),
+              HasSubstr("flag \"--json\" is not one of outbox-relay's"));
+  EXPECT_THAT(ParseAs(Tool::kAudit, {"run"}).status().message(),
+              HasSubstr("outbox-audit takes no command"));
+  EXPECT_TRUE(ParseAs(Tool::kPoller, {"run", "--pg", "x"}).ok());
+}
+
+TEST(CommandLineTest, AuditFlags) {
+  auto cl =
+      ParseAs(Tool::kAudit, {"--json", "--read-committed", "--max-duplicates=3",
+                             "--timeout-s", "9", "--pg", "host=x"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_TRUE(cl->audit.json);
+  EXPECT_TRUE(cl->audit.read_committed);
+  EXPECT_EQ(cl->audit.max_duplicates, 3);
+  EXPECT_EQ(cl->audit.timeout_s, 9);
+  EXPECT_EQ(cl->republish.timeout_s, 120);
+  EXPECT_THAT(cl->overrides,
+              ElementsAre(OverrideIs("--pg", "postgres.conninfo", "host=x")));
+  EXPECT_THAT(
+      ParseAs(Tool::kAudit, {"--max-duplicates", "x"}).status().message(),
+      HasSubstr("--max-duplicates needs a number"));
 }
 
 }  // namespace
