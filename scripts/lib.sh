@@ -72,3 +72,64 @@ pg_select() {
     export LD_LIBRARY_PATH="$(dirname "$PG_BIN")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
 }
+
+# kafka_fetch: puts the Apache Kafka broker's jars into $OUTBOX_CACHE/kafka/libs
+# from Maven Central with curl, each checked against scripts/kafka/jars.sha256
+# (the runtime classpath of scripts/kafka/pom.xml; scripts/kafka/lock.sh
+# rewrites it after the pom changes). No Maven needed. Skipped when the jars
+# of this list are already there.
+kafka_fetch() {
+  local lock="$OUTBOX_ROOT/scripts/kafka/jars.sha256"
+  local libs="$OUTBOX_CACHE/kafka/libs" stamp="$OUTBOX_CACHE/kafka/jars.sha256"
+  local central=${OUTBOX_MAVEN_CENTRAL:-https://repo1.maven.org/maven2}
+  cmp -s "$lock" "$stamp" 2>/dev/null && return 0
+  # The same jars already there (fetched another way): just record that.
+  if [ -d "$libs" ] &&
+     sed "s|  .*/|  $libs/|" "$lock" | sha256sum --quiet -c - >/dev/null 2>&1; then
+    cp "$lock" "$stamp"; return 0
+  fi
+  log "fetching the Kafka broker's jars from Maven Central"
+  local tmp="$libs.tmp" sum path
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  while read -r sum path; do
+    curl -fsSL --retry 3 -o "$tmp/${path##*/}" "$central/$path" ||
+      { rm -rf "$tmp"; die "could not fetch $central/$path"; }
+    echo "$sum  $tmp/${path##*/}" | sha256sum --quiet -c - ||
+      { rm -rf "$tmp"; die "checksum mismatch for $path"; }
+  done <"$lock"
+  rm -rf "$libs"; mv "$tmp" "$libs"
+  cp "$lock" "$stamp"
+}
+
+# Debian 12 packages: what building the three binaries needs (their runtime
+# libraries come with the -dev packages), and what the throwaway servers of
+# the quick start and the tests need (a Java runtime for Kafka is added by
+# apt_install_java when java is missing). scripts/setup.sh adds the tests'.
+OUTBOX_BUILD_PACKAGES=(
+  g++ make cmake ninja-build pkg-config
+  libpq-dev librdkafka-dev libsimdjson-dev libabsl-dev libyaml-cpp-dev
+  libcpp-httplib-dev prometheus-cpp-dev
+)
+OUTBOX_SERVER_PACKAGES=(
+  postgresql-15 postgresql-15-wal2json postgresql-client-15
+  kcat curl ca-certificates python3 procps uuid-runtime
+)
+
+sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# apt_install PACKAGE...: installs those not installed yet (one apt-get run).
+apt_install() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  log "installing ${missing[*]}"
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# java_package: prints Debian's Java runtime package when no java is on PATH
+# (a JDK may come from elsewhere on the machine).
+java_package() { command -v java >/dev/null || echo openjdk-17-jre-headless; }
