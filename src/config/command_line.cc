@@ -14,19 +14,11 @@
 namespace outbox {
 namespace {
 
-struct FlagSpec {
-  absl::string_view name;  // without "--"
-  absl::string_view arg;   // empty: takes no value
-  absl::string_view path;  // override path; empty: handled by the parser
-  absl::string_view help;
-  ToolSet tools = kAllTools;  // the tools that take it
-};
-
 constexpr ToolSet kAudit = ToolBit(Tool::kAudit);
 
 // Every flag; ParseCommandLine() and HelpText() both read this. A name may
 // appear twice, for different tools.
-constexpr FlagSpec kFlags[] = {
+constexpr CommandLineFlag kFlags[] = {
     {"config", "FILE", "", "YAML configuration file (keys below)"},
     {"pg", "CONNINFO", "postgres.conninfo", "same as --set postgres.conninfo="},
     {"kafka", "BROKERS", "kafka.brokers", "same as --set kafka.brokers="},
@@ -51,16 +43,17 @@ constexpr FlagSpec kFlags[] = {
     {"timeout-s", "S", "",
      "republish: give up reading the topics back after S seconds (120)",
      kRelayOnly},
-    {"json", "", "", "print the report as JSON", kAudit},
-    {"read-committed", "", "",
-     "read only committed Kafka transactions (kafka.exactly_once) and fail "
-     "on any duplicate unless --max-duplicates says otherwise",
-     kAudit},
     {"max-duplicates", "N", "",
-     "pass with up to N duplicate records (default: any number, 0 with "
-     "--read-committed)",
+     "fail when there are more than N duplicates (without it any number "
+     "passes, except under --read-committed, where none does)",
      kAudit},
-    {"timeout-s", "S", "", "give up reading the topics after S seconds (120)",
+    {"json", "", "", "print the report as one JSON object", kAudit},
+    {"timeout-s", "S", "", "give up reading Kafka after S seconds (120)",
+     kAudit},
+    {"read-committed", "", "",
+     "read only committed Kafka transactions, as a read_committed consumer "
+     "does (kafka.exactly_once), and fail on any duplicate unless "
+     "--max-duplicates is given",
      kAudit},
     {"help", "", "", "print this help and exit"},
     {"version", "", "", "print the version and the git revision, and exit"},
@@ -91,41 +84,19 @@ constexpr CommandSpec kCommands[] = {
      kRelayOnly},
 };
 
-// What each exit status means, per tool (the codes: daemon/exit_code.h).
-struct ExitSpec {
-  int code;
-  absl::string_view meaning;
-  ToolSet tools;
-};
-
-constexpr ExitSpec kExits[] = {
-    {kExitOk, "stopped cleanly (SIGTERM or SIGINT), or the command succeeded",
-     kDaemons},
-    {kExitOk, "the audit passed", kAudit},
-    {kExitInternal,
-     "internal error: a bug or an unexpected server answer (the log says)",
-     kDaemons},
-    {kExitInternal, "the audit failed (the report says what)", kAudit},
-    {kExitUsage, "bad command line or configuration (one line says what)",
-     kAllTools},
-    {kExitPrecondition,
-     "a server is not set up or cannot be read (the message says what to "
-     "do)",
-     kAllTools},
-    {kExitHalted,
-     "halted on an invalid row (outbox.on_invalid: halt) or an update "
-     "(outbox.on_update: halt)",
-     kRelayOnly},
-    {kExitStream, "undecodable replication stream", kRelayOnly},
-};
+// The tools an exit code can come from (the meanings: kExitCodes).
+ToolSet ExitCodeTools(ExitCode code) {
+  return code == kExitHalted || code == kExitStream ? kRelayOnly : kAllTools;
+}
 
 bool Takes(ToolSet tools, Tool tool) { return (tools & ToolBit(tool)) != 0; }
 
 // The flag `name` of `tool`, or nullptr; *other_tool says whether another
 // tool has it.
-const FlagSpec* FindFlag(absl::string_view name, Tool tool, bool* other_tool) {
+const CommandLineFlag* FindFlag(absl::string_view name, Tool tool,
+                                bool* other_tool) {
   *other_tool = false;
-  for (const FlagSpec& f : kFlags) {
+  for (const CommandLineFlag& f : kFlags) {
     if (f.name != name) continue;
     if (Takes(f.tools, tool)) return &f;
     *other_tool = true;
@@ -158,6 +129,12 @@ void AppendWrapped(std::string* out, absl::string_view text, size_t indent,
 }
 
 }  // namespace
+
+absl::Span<const CommandLineFlag> CommandLineFlags() { return kFlags; }
+
+bool TakesFlag(const CommandLineFlag& flag, Tool tool) {
+  return Takes(flag.tools, tool);
+}
 
 absl::string_view ToolName(Tool tool) {
   switch (tool) {
@@ -216,7 +193,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
         absl::StrSplit(arg, absl::MaxSplits('=', 1));
     const bool inline_value = absl::StrContains(arg, '=');
     bool other_tool = false;
-    const FlagSpec* flag = FindFlag(name_value.first, tool, &other_tool);
+    const CommandLineFlag* flag = FindFlag(name_value.first, tool, &other_tool);
     if (flag == nullptr) {
       return Error(absl::StrCat(
           other_tool ? "flag \"--" : "unknown flag \"--", name_value.first,
@@ -352,7 +329,7 @@ std::string HelpText(Tool tool) {
   }
   absl::StrAppend(&out,
                   "\nFlags (--flag VALUE or --flag=VALUE; later ones win):\n");
-  for (const FlagSpec& f : kFlags) {
+  for (const CommandLineFlag& f : kFlags) {
     if (!Takes(f.tools, tool)) continue;
     std::string head =
         absl::StrCat("  --", f.name, f.arg.empty() ? "" : " ", f.arg);
@@ -362,18 +339,16 @@ std::string HelpText(Tool tool) {
   absl::StrAppend(&out, "\nConfiguration keys ", program,
                   " uses (YAML path = default; the same paths work with "
                   "--set; the file may hold the other tools' keys too):\n");
-  Config defaults;
   for (const ConfigKey& key : ConfigKeys()) {
     if (!Takes(key.tools, tool)) continue;
-    std::string def = key.global != nullptr ? RenderField(key.global(defaults))
-                                            : std::string(key.default_text);
+    std::string def = KeyDefault(key);
     absl::StrAppend(&out, "  ", key.path, " = ", def, "\n");
     AppendWrapped(&out, key.description, 6, 78);
   }
   absl::StrAppend(&out, "\nExit status:\n");
-  for (const ExitSpec& e : kExits) {
-    if (!Takes(e.tools, tool)) continue;
-    absl::StrAppend(&out, "  ", e.code, "\n");
+  for (const ExitCodeDoc& e : kExitCodes) {
+    if (!Takes(ExitCodeTools(e.code), tool)) continue;
+    absl::StrAppend(&out, "  ", static_cast<int>(e.code), "\n");
     AppendWrapped(&out, e.meaning, 6, 78);
   }
   return out;

@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "config/tool.h"
 
 namespace outbox {
@@ -80,6 +81,23 @@ struct CommandLine {
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
                                              Tool tool = Tool::kRelay);
+
+// One flag of the command line; ParseCommandLine(), HelpText() and the
+// generated CLI reference (outbox-docgen) all read the same table. A name
+// may appear twice, for different tools (--timeout-s).
+struct CommandLineFlag {
+  absl::string_view name;     // without "--"
+  absl::string_view arg;      // empty: takes no value
+  absl::string_view path;     // override path; empty: handled by the parser
+  absl::string_view help;     // "republish: ..." for the republish command's
+  ToolSet tools = kAllTools;  // the tools that take it
+};
+
+// Every flag of every tool, in --help order.
+absl::Span<const CommandLineFlag> CommandLineFlags();
+
+// True when `tool` takes `flag`.
+bool TakesFlag(const CommandLineFlag& flag, Tool tool);
 
 // Usage, the tool's commands and flags, then every config key it uses with
 // its default and description (generated from the key table), then its exit

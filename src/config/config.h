@@ -136,7 +136,7 @@ struct OutboxConfig {
   OutboxMessagesConfig messages;
 
   // Debezium Outbox Event Router counterparts (route/event_router_options.h
-  // parses and applies them; README: "Migrating from Debezium").
+  // parses and applies them; docs/migration/debezium.md).
   Compatibility compatibility = Compatibility::kNative;
   DebeziumHeaders debezium;
   TimestampSource timestamp = TimestampSource::kAuto;

@@ -228,10 +228,11 @@ std::vector<ConfigKey> BuildKeys() {
              "partition); a list or comma-separated")
           .List()
           .For(kDaemons));
-  add(Global("outbox.expand_json_payload", G(outbox.expand_json_payload),
-             "publish a JSON object or array payload compacted (no "
-             "whitespace outside strings); Debezium's expanded payload "
-             "differs (README: Debezium compatibility mode)")
+  add(Global(
+          "outbox.expand_json_payload", G(outbox.expand_json_payload),
+          "publish a JSON object or array payload compacted (no "
+          "whitespace outside strings); Debezium's expanded payload "
+          "differs (docs/migration/debezium-mapping.md#what-is-not-identical)")
           .For(kDaemons));
   add(Global("outbox.tombstone_on_empty_payload",
              G(outbox.tombstone_on_empty_payload),
@@ -598,6 +599,60 @@ std::string RenderField(FieldRef field) {
         }
       },
       field);
+}
+
+namespace {
+
+// The key's field in a scratch Config or TableDraft; nullopt for the table
+// list itself.
+template <typename F>
+auto VisitKeyField(const ConfigKey& key, F f) {
+  Config config;
+  TableDraft table;
+  return std::visit(
+      f, key.global != nullptr ? key.global(config) : key.table(table));
+}
+
+}  // namespace
+
+absl::string_view KeyTypeName(const ConfigKey& key) {
+  if (key.global == nullptr && key.table == nullptr) return "list";
+  if (key.list) return "list";
+  return VisitKeyField(key, [](auto* p) -> absl::string_view {
+    using V = std::remove_pointer_t<decltype(p)>;
+    if constexpr (std::is_same_v<V, std::string>) {
+      return "string";
+    } else if constexpr (std::is_same_v<V, int64_t>) {
+      return "integer";
+    } else if constexpr (std::is_same_v<V, bool>) {
+      return "boolean";
+    } else if constexpr (std::is_same_v<V, StringMap>) {
+      return "map";
+    } else {
+      return "enum";
+    }
+  });
+}
+
+std::vector<absl::string_view> KeyAllowedValues(const ConfigKey& key) {
+  if (key.global == nullptr && key.table == nullptr) return {};
+  return VisitKeyField(key, [](auto* p) -> std::vector<absl::string_view> {
+    using V = std::remove_pointer_t<decltype(p)>;
+    if constexpr (std::is_same_v<V, std::string> ||
+                  std::is_same_v<V, int64_t> || std::is_same_v<V, bool> ||
+                  std::is_same_v<V, StringMap>) {
+      return {};
+    } else {
+      const auto& names = EnumTraits<V>::kNames;
+      return {std::begin(names), std::end(names)};
+    }
+  });
+}
+
+std::string KeyDefault(const ConfigKey& key) {
+  if (key.global == nullptr) return std::string(key.default_text);
+  Config defaults;
+  return RenderField(key.global(defaults));
 }
 
 }  // namespace outbox

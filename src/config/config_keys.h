@@ -104,6 +104,14 @@ absl::Status SetField(const ConfigKey& key, FieldRef field,
 // Renders a field's value the way --help and Redacted() show it.
 std::string RenderField(FieldRef field);
 
+// For the generated reference (outbox-docgen): the key's value type
+// ("string", "integer", "boolean", "enum", "map", "list") and, for an enum,
+// its values in order; for other types, none.
+absl::string_view KeyTypeName(const ConfigKey& key);
+std::vector<absl::string_view> KeyAllowedValues(const ConfigKey& key);
+// The key's default as --help shows it.
+std::string KeyDefault(const ConfigKey& key);
+
 }  // namespace outbox
 
 #endif  // OUTBOX_CONFIG_CONFIG_KEYS_H_

@@ -273,8 +273,8 @@ void Translator::Connection() {
     Note(absl::StrCat(
         "plugin.name ", plugin,
         ": the relay reads pgoutput (or wal2json), and a slot keeps its "
-        "plugin: it uses a slot of its own, outbox_relay (README: Migrating "
-        "from Debezium, a new slot with an overlap)"));
+        "plugin: it uses a slot of its own, outbox_relay (docs/migration/"
+        "debezium.md#a-new-slot-with-an-overlap)"));
     Line("  slot: outbox_relay", "a new slot: see the notes");
   }
   if (mode == "filtered" || mode == "disabled") {
@@ -368,8 +368,8 @@ void Translator::Router(const std::string& t) {
     Line("  expand_json_payload: true", "table.expand.json.payload");
     Note(
         "table.expand.json.payload: the relay compacts the payload's JSON; "
-        "Debezium's bytes differ with a JsonConverter (README: What it does "
-        "not make identical)");
+        "Debezium's bytes differ with a JsonConverter (docs/migration/"
+        "debezium-mapping.md#what-is-not-identical)");
   }
   if (TakeOr(t + "route.tombstone.on.empty.payload", "false") == "true") {
     Line("  tombstone_on_empty_payload: true",
@@ -498,7 +498,7 @@ absl::StatusOr<DebeziumTranslation> Translator::Run() {
   if (!errors_.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot translate: ", absl::StrJoin(errors_, "; "),
-                     " (README: Migrating from Debezium)"));
+                     " (docs/migration/debezium.md)"));
   }
   DebeziumTranslation out;
   out.yaml = absl::StrJoin(lines_, "\n");

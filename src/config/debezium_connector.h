@@ -1,7 +1,7 @@
 // TranslateDebeziumConnector: a Debezium PostgreSQL connector configuration
 // with the Outbox Event Router transform, turned into the outbox-relay YAML
 // that gives the same records (outbox.compatibility: debezium). Behind
-// `outbox-relay from-debezium FILE`; README "Migrating from Debezium".
+// `outbox-relay from-debezium FILE`; docs/migration/debezium.md.
 //
 // Input: the connector's properties file (key=value lines, '#' and '!'
 // comments) or its JSON as the Kafka Connect REST API takes it

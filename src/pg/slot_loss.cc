@@ -29,8 +29,8 @@ std::string LostEventsAndFix(absl::string_view slot, Lsn last_confirmed,
   absl::StrAppend(&out,
                   ", then re-publish them from the outbox tables: "
                   "outbox-relay republish --since <a time before the loss> "
-                  "(consumers de-duplicate on the id header; README: "
-                  "PostgreSQL failover)");
+                  "(consumers de-duplicate on the id header; "
+                  "docs/operations/postgresql-failover.md)");
   return out;
 }
 

@@ -1,7 +1,8 @@
 // outbox-poller: publishes outbox rows to Kafka by polling the table
 // (SELECT ... FOR UPDATE SKIP LOCKED), for databases where logical
 // replication is not available and as outbox-relay's benchmark baseline.
-// Same configuration file and flags as outbox-relay; see README.md.
+// Same configuration file and flags as outbox-relay; see
+// docs/concepts/polling-relay.md.
 #include <prometheus/registry.h>
 
 #include <cstdio>

@@ -23,7 +23,8 @@ namespace {
 constexpr char kHeader[] =
     "# outbox-relay streamed from the replication slot below. While this\n"
     "# file exists the relay will not create the slot anew: events committed\n"
-    "# after confirmed_lsn would be in no slot (README, \"Slot creation\").\n";
+    "# after confirmed_lsn would be in no slot "
+    "(docs/concepts/slots-and-markers.md).\n";
 
 std::string Errno(absl::string_view what, const std::string& path) {
   return absl::StrCat(what, " ", path, ": ", std::strerror(errno));

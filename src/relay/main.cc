@@ -1,5 +1,6 @@
 // outbox-relay: publishes outbox rows from PostgreSQL's WAL to Kafka.
-// See README.md; `outbox-relay --help` lists every setting.
+// See docs/reference/outbox-relay.md; `outbox-relay --help` lists every
+// setting.
 #include <cstdio>
 #include <memory>
 

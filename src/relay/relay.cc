@@ -451,8 +451,9 @@ absl::Status Relay::Shutdown(absl::Status result) {
   // record's key) wait in the producer. Delivering them would put them ahead
   // of the failed one, which is either never published (halt) or published
   // only after the restart: drop them instead; they are read again from the
-  // slot. (Requests already sent are not recalled; README, "Per-key order",
-  // says why they cannot land under halt, and when they can.)
+  // slot. (Requests already sent are not recalled;
+  // docs/concepts/delivery-guarantees.md#per-key-order, says why they cannot
+  // land under halt, and when they can.)
   if (ReportFailed()) {
     if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
     sink_->Purge();

@@ -260,7 +260,8 @@ class FaultTest : public ::testing::TestWithParam<System> {
           10000))
           << "nothing was committed during the outage";
       // The exactly-once relay stops reading while its commit waits for
-      // Kafka (README, "Exactly once"): it cannot prove it read `first`.
+      // Kafka (docs/concepts/delivery-guarantees.md#exactly-once): it cannot
+      // prove it read `first`.
       EXPECT_TRUE(SlotHoldsBefore(*db_, slot_, *first, watch_ms,
                                   /*require_received=*/!exactly_once()))
           << Logs();

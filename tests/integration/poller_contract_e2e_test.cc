@@ -1,8 +1,9 @@
-// What outbox-poller publishes (issue 11 item 12, README "What it
-// publishes"): the row as it is when polled, not as it was inserted, and
-// nothing for a row deleted before the poll, so the insert-then-delete
-// pattern that outbox-relay supports publishes nothing through the poller.
-// These pin the documented behaviour; they are not what outbox-relay does.
+// What outbox-poller publishes (issue 11 item 12,
+// docs/concepts/polling-relay.md "What it publishes"): the row as it is when
+// polled, not as it was inserted, and nothing for a row deleted before the
+// poll, so the insert-then-delete pattern that outbox-relay supports publishes
+// nothing through the poller. These pin the documented behaviour; they are not
+// what outbox-relay does.
 #include <signal.h>
 
 #include <set>

@@ -57,7 +57,7 @@ class RepublishTest : public RelayE2ETest {
   int runs_ = 0;
 };
 
-// The runbook of README's "PostgreSQL failover" for a slot that was lost:
+// The runbook of docs/operations/postgresql-failover.md for a lost slot:
 // the relay refuses, is started once acknowledging the loss (a new slot at
 // the current position), and `republish --since` closes the gap.
 TEST_F(RepublishTest, ClosesTheGapALostSlotLeftAndOnlyThat) {
