@@ -20,8 +20,12 @@ id=ctr_$$
 slot=${id}_slot table=${id}_outbox topic=$id.events vol=$id-state
 http_port=$(free_port)
 cleanup() {
-  pm rm -f -t 0 "$id" "$id-2" "$id-pg" "$id-relay2" >/dev/null 2>&1 || true
-  pm volume rm -f "$vol" "$id-pgdata" >/dev/null 2>&1 || true
+  local c
+  for c in "$id" "$id-2" "$id-pg" "$id-relay2"; do
+    pm rm -f -t 0 "$c" >/dev/null 2>&1 || true
+  done
+  pm volume rm -f "$vol" >/dev/null 2>&1 || true
+  pm volume rm -f "$id-pgdata" >/dev/null 2>&1 || true
   psql -q -c "DROP TABLE IF EXISTS $table" >/dev/null 2>&1 || true
   psql -Atc "SELECT pg_drop_replication_slot('$slot') FROM pg_replication_slots WHERE slot_name = '$slot'" \
     >/dev/null 2>&1 || true
@@ -58,7 +62,9 @@ pm volume create "$vol" >/dev/null
 relay_args=(--pg "$CONNINFO" --kafka "$BROKERS" --slot "$slot"
             --tables "public.$table" --topic "$topic"
             --set "http.listen=0.0.0.0:$http_port")
-pm run -d --pull=never --name "$id" --network host -e OUTBOX_HTTP_PORT="$http_port" \
+# --health-interval disable: no systemd timer (this machine has no systemd);
+# `podman healthcheck run` below runs the image's HEALTHCHECK itself.
+pm run -d --pull=never --name "$id" --network host --health-interval disable -e OUTBOX_HTTP_PORT="$http_port" \
   -v "$vol:/var/lib/outbox-relay" "$tag" "${relay_args[@]}" >/dev/null
 wait_slot_active "$slot" || fail "the relay did not start: $(pm logs "$id" 2>&1 | tail -5)"
 write_events "$table" 1 100
@@ -97,7 +103,7 @@ marker=$(pm run --rm --pull=never --entrypoint ls -v "$vol:/var/lib/outbox-relay
 grep -qx "$slot.slot" <<<"$marker" || fail "no $slot.slot on the volume: $marker"
 psql -Atc "SELECT pg_drop_replication_slot('$slot')" >/dev/null
 set +e
-out=$(pm run --pull=never --name "$id-2" --network host \
+out=$(pm run --pull=never --name "$id-2" --network host --health-interval disable \
       -e OUTBOX_HTTP_PORT="$http_port" -v "$vol:/var/lib/outbox-relay" "$tag" \
       "${relay_args[@]}" 2>&1)
 set -e
@@ -122,7 +128,7 @@ wait_for 60 pm exec "$id-pg" pg_isready -h 127.0.0.1 -p "$pgport" ||
   fail "postgres image not ready: $(pm logs "$id-pg" 2>&1 | tail -5)"
 pgc=(pm exec "$id-pg" psql -p "$pgport" -U postgres -d postgres -Atc)
 [ "$("${pgc[@]}" 'SHOW wal_level')" = logical ] || fail "postgres image: wal_level not logical"
-pm run -d --pull=never --name "$id-relay2" --network host -e OUTBOX_HTTP_PORT="$http_port" \
+pm run -d --pull=never --name "$id-relay2" --network host --health-interval disable -e OUTBOX_HTTP_PORT="$http_port" \
   -e PGPASSWORD=relay-test "$tag" \
   --pg "host=127.0.0.1 port=$pgport user=outbox_relay dbname=postgres" \
   --kafka "$BROKERS" --topic "$topic.pg" --set "http.listen=0.0.0.0:$http_port" >/dev/null
