@@ -46,10 +46,13 @@ echo "image built in $((SECONDS - start)) s," \
 # 2. What the image holds.
 [ "$(pm image inspect -f '{{.Config.User}}' "$tag")" = 10001:10001 ] ||
   fail "image user is not 10001:10001"
-inside() { pm run --rm --pull=never --entrypoint sh "$tag" -c "$1"; }
+# (stdout only: podman may warn on stderr)
+inside() {
+  pm run --rm --pull=never --health-interval disable --entrypoint sh "$tag" -c "$1"
+}
 [ "$(inside 'id -u')" = 10001 ] || fail "container does not run as uid 10001"
 for b in outbox-relay outbox-poller outbox-audit; do
-  got=$(inside "$b --version" 2>&1) || fail "$b --version failed: $got"
+  got=$(inside "$b --version") || fail "$b --version failed: $got"
   [ "$got" = "$b $(sed -n 's/^project(outbox_relay VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt") (git $revision)" ] ||
     fail "$b --version printed '$got'"
 done
@@ -98,8 +101,8 @@ pm rm "$id" >/dev/null
 
 # 4. The slot marker outlives the container: drop the slot; a new
 #    container on the same volume refuses to create it anew.
-marker=$(pm run --rm --pull=never --entrypoint ls -v "$vol:/var/lib/outbox-relay" "$tag" \
-  /var/lib/outbox-relay)
+marker=$(pm run --rm --pull=never --health-interval disable --entrypoint ls \
+  -v "$vol:/var/lib/outbox-relay" "$tag" /var/lib/outbox-relay)
 grep -qx "$slot.slot" <<<"$marker" || fail "no $slot.slot on the volume: $marker"
 psql -Atc "SELECT pg_drop_replication_slot('$slot')" >/dev/null
 set +e
