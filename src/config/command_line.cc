@@ -9,19 +9,25 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "config/config.h"
 #include "config/config_keys.h"
+#include "daemon/exit_code.h"
 
 namespace outbox {
 namespace {
 
-// Every flag; ParseCommandLine() and HelpText() both read this.
+constexpr ToolSet kAudit = ToolBit(Tool::kAudit);
+
+// Every flag; ParseCommandLine() and HelpText() both read this. A name may
+// appear twice, for different tools.
 constexpr CommandLineFlag kFlags[] = {
     {"config", "FILE", "", "YAML configuration file (keys below)"},
     {"pg", "CONNINFO", "postgres.conninfo", "same as --set postgres.conninfo="},
     {"kafka", "BROKERS", "kafka.brokers", "same as --set kafka.brokers="},
-    {"slot", "NAME", "postgres.slot", "same as --set postgres.slot="},
+    {"slot", "NAME", "postgres.slot",
+     "same as --set postgres.slot=", kRelayOnly},
     {"tables", "A,B", kTablesPath,
      "replace outbox.tables with these tables, each with the default mapping"},
     {"topic", "TEMPLATE", "outbox.tables[*].topic",
@@ -32,23 +38,78 @@ constexpr CommandLineFlag kFlags[] = {
      "a table's key (outbox.tables[0].topic=x); repeatable"},
     {"since", "TIMESTAMP", "",
      "republish: events created at or after this time (timestamptz text; "
-     "UTC unless it names a zone)"},
-    {"until", "TIMESTAMP", "", "republish: and before this time"},
-    {"all", "", "", "republish: every row of the outbox tables"},
-    {"dry-run", "", "", "republish: print what would be re-published only"},
+     "UTC unless it names a zone)",
+     kRelayOnly},
+    {"until", "TIMESTAMP", "", "republish: and before this time", kRelayOnly},
+    {"all", "", "", "republish: every row of the outbox tables", kRelayOnly},
+    {"dry-run", "", "", "republish: print what would be re-published only",
+     kRelayOnly},
     {"timeout-s", "S", "",
-     "republish: give up reading the topics back after S seconds (120)"},
+     "republish: give up reading the topics back after S seconds (120)",
+     kRelayOnly},
     {"debezium-version", "VERSION", "",
      "from-debezium: the Debezium release the connector runs (3.2.3.Final); "
      "picks outbox.debezium.run_id (default: the newest Debezium's "
-     "headers)"},
+     "headers)",
+     kRelayOnly},
+    {"max-duplicates", "N", "",
+     "fail when there are more than N duplicates, an integer >= 0 (without "
+     "it any number "
+     "passes, except under --read-committed, where none does)",
+     kAudit},
+    {"json", "", "", "print the report as one JSON object", kAudit},
+    {"timeout-s", "S", "",
+     "give up reading Kafka after S seconds, an integer >= 1 (120)", kAudit},
+    {"read-committed", "", "",
+     "read only committed Kafka transactions, as a read_committed consumer "
+     "does (kafka.exactly_once), and fail on any duplicate unless "
+     "--max-duplicates is given",
+     kAudit},
     {"help", "", "", "print this help and exit"},
-    {"version", "", "", "print the version and exit"},
+    {"version", "", "", "print the version and the git revision, and exit"},
 };
 
-const CommandLineFlag* FindFlag(absl::string_view name) {
+// The commands each tool has; the first is its default.
+struct CommandSpec {
+  absl::string_view name;
+  absl::string_view arg;  // its operand, if any
+  CommandLine::Command command;
+  absl::string_view help;
+  ToolSet tools;
+};
+
+constexpr CommandSpec kCommands[] = {
+    {"run", "", CommandLine::Command::kRun,
+     "relay outbox rows to Kafka until stopped (default)", kDaemons},
+    {"status", "", CommandLine::Command::kStatus,
+     "print the replication slot's position and lag, then exit", kRelayOnly},
+    {"republish", "", CommandLine::Command::kRepublish,
+     "produce the events of a time range (--since/--until, or --all) that "
+     "are in the outbox tables but in no Kafka record, as the relay would; "
+     "never touches the slot",
+     kRelayOnly},
+    {"from-debezium", "FILE", CommandLine::Command::kFromDebezium,
+     "print the configuration that gives the records of this Debezium "
+     "connector (.properties or Connect REST .json)",
+     kRelayOnly},
+};
+
+// The tools an exit code can come from (the meanings: kExitCodes).
+ToolSet ExitCodeTools(ExitCode code) {
+  return code == kExitHalted || code == kExitStream ? kRelayOnly : kAllTools;
+}
+
+bool Takes(ToolSet tools, Tool tool) { return (tools & ToolBit(tool)) != 0; }
+
+// The flag `name` of `tool`, or nullptr; *other_tool says whether another
+// tool has it.
+const CommandLineFlag* FindFlag(absl::string_view name, Tool tool,
+                                bool* other_tool) {
+  *other_tool = false;
   for (const CommandLineFlag& f : kFlags) {
-    if (f.name == name) return &f;
+    if (f.name != name) continue;
+    if (Takes(f.tools, tool)) return &f;
+    *other_tool = true;
   }
   return nullptr;
 }
@@ -81,9 +142,25 @@ void AppendWrapped(std::string* out, absl::string_view text, size_t indent,
 
 absl::Span<const CommandLineFlag> CommandLineFlags() { return kFlags; }
 
-absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
+bool TakesFlag(const CommandLineFlag& flag, Tool tool) {
+  return Takes(flag.tools, tool);
+}
+
+absl::string_view ToolName(Tool tool) {
+  switch (tool) {
+    case Tool::kRelay:
+      return "outbox-relay";
+    case Tool::kPoller:
+      return "outbox-poller";
+    case Tool::kAudit:
+      return "outbox-audit";
+  }
+  return "outbox-relay";
+}
+
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
   CommandLine cl;
-  absl::string_view program = argc > 0 ? argv[0] : "outbox-relay";
+  absl::string_view program = argc > 0 ? argv[0] : ToolName(tool);
   size_t slash = program.rfind('/');
   cl.program = std::string(
       slash == absl::string_view::npos ? program : program.substr(slash + 1));
@@ -104,29 +181,35 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
       if (have_command) {
         return Error(absl::StrCat("unexpected argument \"", arg, "\""));
       }
-      if (arg == "run") {
-        cl.command = CommandLine::Command::kRun;
-      } else if (arg == "status") {
-        cl.command = CommandLine::Command::kStatus;
-      } else if (arg == "republish") {
-        cl.command = CommandLine::Command::kRepublish;
-      } else if (arg == "from-debezium") {
-        cl.command = CommandLine::Command::kFromDebezium;
-      } else {
-        return Error(absl::StrCat("unknown command \"", arg,
-                                  "\"; expected run, status, republish or "
-                                  "from-debezium"));
+      const CommandSpec* command = nullptr;
+      std::vector<absl::string_view> names;
+      for (const CommandSpec& c : kCommands) {
+        if (!Takes(c.tools, tool)) continue;
+        names.push_back(c.name);
+        if (c.name == arg) command = &c;
       }
+      if (command == nullptr) {
+        return Error(absl::StrCat(
+            "unknown command \"", arg, "\"; ",
+            names.empty()
+                ? absl::StrCat(ToolName(tool), " takes no command")
+                : absl::StrCat("expected ", absl::StrJoin(names, ", "))));
+      }
+      cl.command = command->command;
       have_command = true;
       continue;
     }
     std::pair<absl::string_view, absl::string_view> name_value =
         absl::StrSplit(arg, absl::MaxSplits('=', 1));
     const bool inline_value = absl::StrContains(arg, '=');
-    const CommandLineFlag* flag = FindFlag(name_value.first);
+    bool other_tool = false;
+    const CommandLineFlag* flag = FindFlag(name_value.first, tool, &other_tool);
     if (flag == nullptr) {
-      return Error(absl::StrCat("unknown flag \"--", name_value.first,
-                                "\"; see --help"));
+      return Error(absl::StrCat(
+          other_tool ? "flag \"--" : "unknown flag \"--", name_value.first,
+          other_tool ? absl::StrCat("\" is not one of ", ToolName(tool), "'s")
+                     : "\"",
+          "; see --help"));
     }
     std::string value;
     if (flag->arg.empty()) {
@@ -163,11 +246,24 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
       absl::StatusOr<int64_t> s =
           ParseIntegerFlag(flag_name, value, 1, INT32_MAX);
       if (!s.ok()) return s.status();
-      cl.republish.timeout_s = static_cast<int>(*s);
-      republish_flag = flag_name;
+      if (tool == Tool::kAudit) {
+        cl.audit.timeout_s = static_cast<int>(*s);
+      } else {
+        cl.republish.timeout_s = static_cast<int>(*s);
+        republish_flag = flag_name;
+      }
     } else if (flag->name == "debezium-version") {
       if (value.empty()) return Error("--debezium-version needs a version");
       cl.debezium_version = value;
+    } else if (flag->name == "json") {
+      cl.audit.json = true;
+    } else if (flag->name == "read-committed") {
+      cl.audit.read_committed = true;
+    } else if (flag->name == "max-duplicates") {
+      absl::StatusOr<int64_t> n =
+          ParseIntegerFlag(flag_name, value, 0, INT64_MAX);
+      if (!n.ok()) return n.status();
+      cl.audit.max_duplicates = *n;
     } else if (flag->name == "set") {
       std::pair<std::string, std::string> kv =
           absl::StrSplit(value, absl::MaxSplits('=', 1));
@@ -233,32 +329,61 @@ absl::StatusOr<int64_t> ParseIntegerFlag(absl::string_view flag,
   return v;
 }
 
-std::string HelpText(absl::string_view program) {
-  std::string out = absl::StrCat(
-      "Usage: ", program,
-      " [run|status|republish|from-debezium FILE] [flags]\n\n", "Commands:\n",
-      "  run        relay outbox rows to Kafka until stopped (default)\n",
-      "  status     print the replication slot's position and lag, then exit\n",
-      "  republish  produce the events of a time range (--since/--until, or\n",
-      "             --all) that are in the outbox tables but in no Kafka\n",
-      "             record, as the relay would; never touches the slot\n",
-      "  from-debezium FILE\n",
-      "             print the configuration that gives the records of this\n",
-      "             Debezium connector (.properties or Connect REST .json)\n\n",
-      "Flags (--flag VALUE or --flag=VALUE; later ones win):\n");
+std::string HelpText(Tool tool) {
+  const absl::string_view program = ToolName(tool);
+  std::vector<const CommandSpec*> commands;
+  for (const CommandSpec& c : kCommands) {
+    if (Takes(c.tools, tool)) commands.push_back(&c);
+  }
+  std::string out = absl::StrCat("Usage: ", program);
+  if (commands.size() > 1) {
+    absl::StrAppend(&out, " [",
+                    absl::StrJoin(commands, "|",
+                                  [](std::string* o, const CommandSpec* c) {
+                                    absl::StrAppend(o, c->name,
+                                                    c->arg.empty() ? "" : " ",
+                                                    c->arg);
+                                  }),
+                    "]");
+  }
+  absl::StrAppend(&out, " [flags]\n");
+  if (tool == Tool::kAudit) {
+    absl::StrAppend(&out,
+                    "\nCompares the outbox tables with Kafka: missing, "
+                    "duplicates, unknown,\nmisrouted and per-key order "
+                    "violations.\n");
+  }
+  if (commands.size() > 1) {
+    absl::StrAppend(&out, "\nCommands:\n");
+    for (const CommandSpec* c : commands) {
+      absl::StrAppend(&out, "  ", c->name, c->arg.empty() ? "" : " ", c->arg,
+                      "\n");
+      AppendWrapped(&out, c->help, 6, 78);
+    }
+  }
+  absl::StrAppend(&out,
+                  "\nFlags (--flag VALUE or --flag=VALUE; later ones win):\n");
   for (const CommandLineFlag& f : kFlags) {
+    if (!Takes(f.tools, tool)) continue;
     std::string head =
         absl::StrCat("  --", f.name, f.arg.empty() ? "" : " ", f.arg);
     absl::StrAppend(&out, head, "\n");
     AppendWrapped(&out, f.help, 6, 78);
   }
-  absl::StrAppend(&out,
-                  "\nConfiguration keys (YAML path = default; the same paths "
-                  "work with --set):\n");
+  absl::StrAppend(&out, "\nConfiguration keys ", program,
+                  " uses (YAML path = default; the same paths work with "
+                  "--set; the file may hold the other tools' keys too):\n");
   for (const ConfigKey& key : ConfigKeys()) {
+    if (!Takes(key.tools, tool)) continue;
     std::string def = KeyDefault(key);
     absl::StrAppend(&out, "  ", key.path, " = ", def, "\n");
     AppendWrapped(&out, key.description, 6, 78);
+  }
+  absl::StrAppend(&out, "\nExit status:\n");
+  for (const ExitCodeDoc& e : kExitCodes) {
+    if (!Takes(ExitCodeTools(e.code), tool)) continue;
+    absl::StrAppend(&out, "  ", static_cast<int>(e.code), "\n");
+    AppendWrapped(&out, e.meaning, 6, 78);
   }
   return out;
 }

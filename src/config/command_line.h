@@ -1,4 +1,6 @@
-// CommandLine: the parsed argv of outbox-relay and outbox-poller.
+// CommandLine: the parsed argv of outbox-relay, outbox-poller and
+// outbox-audit. Each tool accepts only its own commands and flags (see
+// kFlags in command_line.cc); the others are refused with one line.
 //
 //   PROGRAM [run|status|republish|from-debezium FILE] [--config FILE] [--pg
 //   CONNINFO] [--kafka BROKERS]
@@ -8,6 +10,9 @@
 // republish (outbox-relay only) takes its range, --since TIMESTAMP [--until
 // TIMESTAMP] or --all, and --dry-run, --timeout-s S; without a range, or
 // with these flags on another command, the command line is refused.
+//
+// outbox-audit takes --json, --read-committed, --max-duplicates N and
+// --timeout-s S (reading Kafka), and no command.
 //
 // from-debezium (outbox-relay only) takes the Debezium connector's
 // configuration file ("-": standard input) and optionally
@@ -28,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "config/tool.h"
 
 namespace outbox {
 
@@ -42,6 +48,14 @@ struct CommandLine {
     bool all = false;
     bool dry_run = false;
     int timeout_s = 120;  // reading the topics back
+  };
+
+  // outbox-audit's flags (audit/audit.h says what they do).
+  struct Audit {
+    bool json = false;
+    bool read_committed = false;
+    int64_t max_duplicates = -1;  // -1: the audit's default
+    int timeout_s = 120;          // reading the topics
   };
 
   // One override, in command-line order. `flag` is what the user typed
@@ -62,22 +76,26 @@ struct CommandLine {
   bool version = false;
   std::vector<Override> overrides;
   Republish republish;
+  Audit audit;
   std::string debezium_config;   // from-debezium's file
   std::string debezium_version;  // from-debezium: empty, the newest
 };
 
-absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
+                                             Tool tool = Tool::kRelay);
 
 // One flag of the command line; ParseCommandLine(), HelpText() and the
-// generated CLI reference (outbox-docgen) all read the same table.
+// generated CLI reference (outbox-docgen) all read the same table. A name
+// may appear twice, for different tools (--timeout-s).
 struct CommandLineFlag {
-  absl::string_view name;  // without "--"
-  absl::string_view arg;   // empty: takes no value
-  absl::string_view path;  // override path; empty: handled by the parser
-  absl::string_view help;  // "republish: ..." for the republish command's
+  absl::string_view name;     // without "--"
+  absl::string_view arg;      // empty: takes no value
+  absl::string_view path;     // override path; empty: handled by the parser
+  absl::string_view help;     // "republish: ..." for the republish command's
+  ToolSet tools = kAllTools;  // the tools that take it
 };
 
-// Every flag, in --help order.
+// Every flag of every tool, in --help order.
 absl::Span<const CommandLineFlag> CommandLineFlags();
 
 // The value of a numeric flag (`flag` as typed, "--timeout-s"): a decimal
@@ -88,9 +106,13 @@ absl::StatusOr<int64_t> ParseIntegerFlag(absl::string_view flag,
                                          absl::string_view value, int64_t min,
                                          int64_t max);
 
-// Usage, commands, flags, then every config key with its default and
-// description (generated from the key table).
-std::string HelpText(absl::string_view program);
+// True when `tool` takes `flag`.
+bool TakesFlag(const CommandLineFlag& flag, Tool tool);
+
+// Usage, the tool's commands and flags, then every config key it uses with
+// its default and description (generated from the key table), then its exit
+// codes.
+std::string HelpText(Tool tool);
 
 }  // namespace outbox
 

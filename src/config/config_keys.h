@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "config/config.h"
+#include "config/tool.h"
 
 namespace outbox {
 
@@ -56,6 +57,9 @@ struct ConfigKey {
   bool secret = false;  // strings: contains a password (redacted)
   bool list = false;    // strings: a comma-separated list; YAML may give a
                         // sequence of scalars, joined with ','
+  // The tools that use the key: every tool reads the whole file (they
+  // share it), and --help lists a tool's keys only.
+  ToolSet tools = kAllTools;
 
   // Builder-style setters for the table in config_keys.cc.
   ConfigKey& Min(int64_t value) {
@@ -72,6 +76,10 @@ struct ConfigKey {
   }
   ConfigKey& List() {
     list = true;
+    return *this;
+  }
+  ConfigKey& For(ToolSet set) {
+    tools = set;
     return *this;
   }
 

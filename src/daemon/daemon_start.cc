@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "common/version.h"
 #include "config/kafka_safety.h"
 #include "daemon/exit_code.h"
 
@@ -19,29 +20,30 @@ void OnSignal(int) {
 
 }  // namespace
 
-DaemonStart StartDaemon(const char* program, const char* version, int argc,
-                        char** argv, std::atomic<bool>* stop) {
+DaemonStart StartDaemon(Tool tool, int argc, char** argv,
+                        std::atomic<bool>* stop) {
   DaemonStart out;
-  absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv);
+  const std::string program(ToolName(tool));
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv, tool);
   if (!cl.ok()) {
-    fprintf(stderr, "%s: %s\n", program,
+    fprintf(stderr, "%s: %s\n", program.c_str(),
             std::string(cl.status().message()).c_str());
     out.exit_code = kExitUsage;
     return out;
   }
   if (cl->help) {
-    fputs(HelpText(cl->program).c_str(), stdout);
+    fputs(HelpText(tool).c_str(), stdout);
     out.exit_code = 0;
     return out;
   }
   if (cl->version) {
-    printf("%s %s\n", program, version);
+    printf("%s\n", VersionLine(program).c_str());
     out.exit_code = 0;
     return out;
   }
   absl::StatusOr<Config> config = LoadConfig(*cl);
   if (!config.ok()) {
-    fprintf(stderr, "%s: %s\n", program,
+    fprintf(stderr, "%s: %s\n", program.c_str(),
             std::string(config.status().message()).c_str());
     out.exit_code = kExitUsage;
     return out;

@@ -25,8 +25,9 @@ struct DaemonStart {
 };
 
 // `stop` must live for the rest of the process; signals set it.
-DaemonStart StartDaemon(const char* program, const char* version, int argc,
-                        char** argv, std::atomic<bool>* stop);
+// `tool` decides the commands, flags and help text (config/tool.h).
+DaemonStart StartDaemon(Tool tool, int argc, char** argv,
+                        std::atomic<bool>* stop);
 
 }  // namespace outbox
 

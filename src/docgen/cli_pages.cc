@@ -5,14 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "audit/audit_flags.h"
 #include "config/command_line.h"
 #include "daemon/exit_code.h"
 
 namespace outbox {
 namespace {
 
-enum class Program { kRelay, kPoller, kAudit };
+using Program = Tool;
 
 std::string FlagTerm(absl::string_view name, absl::string_view arg) {
   return absl::StrCat("--", name, arg.empty() ? "" : " ", arg);
@@ -20,15 +19,8 @@ std::string FlagTerm(absl::string_view name, absl::string_view arg) {
 
 std::vector<CliEntry> Options(Program program) {
   std::vector<CliEntry> out;
-  if (program == Program::kAudit) {
-    for (const AuditFlag& f : kAuditFlags) {
-      out.push_back({FlagTerm(f.name, f.arg), f.help});
-    }
-  }
   for (const CommandLineFlag& f : CommandLineFlags()) {
-    const bool republish = absl::StartsWith(f.help, "republish:");
-    if (republish && program != Program::kRelay) continue;
-    if (program == Program::kAudit && f.name == "version") continue;
+    if (!TakesFlag(f, program)) continue;
     out.push_back({FlagTerm(f.name, f.arg), std::string(f.help)});
   }
   out.push_back(

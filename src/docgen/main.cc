@@ -6,8 +6,8 @@
 // outbox-poller,outbox-audit}.md and OUTDIR/man/{outbox-relay,outbox-poller,
 // outbox-audit}.1 from the key table (config/config_keys.h), the metric
 // registries (RelayMetrics, PollerMetrics), the exit codes
-// (daemon/exit_code.h) and the flag tables (config/command_line.h,
-// audit/audit_flags.h). scripts/gen_docs.sh runs it on docs/;
+// (daemon/exit_code.h) and the flag table (config/command_line.h, each
+// flag with its tools). scripts/gen_docs.sh runs it on docs/;
 // docs_generated_test runs it on a scratch directory and fails when the
 // committed pages differ. Not installed; exit 0, or 1 when a file cannot be
 // written.
@@ -23,7 +23,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "audit/audit_flags.h"
 #include "config/command_line.h"
 #include "config/config_keys.h"
 #include "daemon/exit_code.h"

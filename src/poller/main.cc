@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/version.h"
 #include "config/command_line.h"
 #include "config/config.h"
 #include "daemon/daemon_start.h"
@@ -27,13 +28,8 @@ std::atomic<bool> g_stop{false};
 
 int main(int argc, char** argv) {
   using namespace outbox;
-  DaemonStart start =
-      StartDaemon("outbox-poller", OUTBOX_VERSION, argc, argv, &g_stop);
+  DaemonStart start = StartDaemon(Tool::kPoller, argc, argv, &g_stop);
   if (start.exit_code) return *start.exit_code;
-  if (start.command_line.command != CommandLine::Command::kRun) {
-    fprintf(stderr, "outbox-poller: only the run command exists\n");
-    return kExitUsage;
-  }
   const Config* config = &start.config;
 
   auto registry = std::make_shared<prometheus::Registry>();
@@ -59,7 +55,7 @@ int main(int argc, char** argv) {
         [&metrics] {
           StatusSnapshot s;
           s.service = "outbox-poller";
-          s.version = OUTBOX_VERSION;
+          s.version = Version();
           s.unix_ms = RealClock()->UnixMicros() / 1000;
           metrics.FillStatus(&s);
           return s;

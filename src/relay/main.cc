@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/version.h"
 #include "config/command_line.h"
 #include "config/config.h"
 #include "daemon/daemon_start.h"
@@ -29,7 +30,7 @@ outbox::StatusSnapshot Status(const outbox::RelayMetrics& metrics,
   using namespace outbox;
   StatusSnapshot s;
   s.service = "outbox-relay";
-  s.version = OUTBOX_VERSION;
+  s.version = Version();
   s.unix_ms = RealClock()->UnixMicros() / 1000;
   metrics.FillStatus(&s);
   if (s.inflight_events.has_value()) {
@@ -44,8 +45,7 @@ outbox::StatusSnapshot Status(const outbox::RelayMetrics& metrics,
 
 int main(int argc, char** argv) {
   using namespace outbox;
-  DaemonStart start =
-      StartDaemon("outbox-relay", OUTBOX_VERSION, argc, argv, &g_stop);
+  DaemonStart start = StartDaemon(Tool::kRelay, argc, argv, &g_stop);
   if (start.exit_code) return *start.exit_code;
   const Config* config = &start.config;
   if (start.command_line.command == CommandLine::Command::kStatus) {
@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
     http_listen = absl::StrCat(host, ":", http->port());
   }
   Log(Severity::kInfo, "starting",
-      {{"version", OUTBOX_VERSION},
+      {{"version", Version()},
+       {"revision", GitRevision()},
        {"slot", config->postgres.slot},
        {"http_listen", http_listen}});
   int code = RunRelay(*config, g_stop, metrics.get());

@@ -9,7 +9,9 @@
 namespace outbox {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 absl::StatusOr<CommandLine> Parse(std::vector<std::string> args) {
   args.insert(args.begin(), "/usr/bin/outbox-relay");
@@ -154,17 +156,137 @@ TEST(CommandLineTest, Errors) {
 }
 
 TEST(CommandLineTest, HelpTextListsFlagsAndCommands) {
-  std::string help = HelpText("outbox-poller");
+  std::string help = HelpText(Tool::kRelay);
   EXPECT_THAT(
       help,
       HasSubstr(
-          "Usage: outbox-poller [run|status|republish|from-debezium FILE]"));
-  for (const char* flag : {"--config FILE", "--pg CONNINFO", "--kafka BROKERS",
-                           "--slot NAME", "--tables A,B", "--topic TEMPLATE",
-                           "--set KEY=VALUE", "--help", "--version"}) {
+          "Usage: outbox-relay [run|status|republish|from-debezium FILE]"));
+  for (const char* flag :
+       {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--slot NAME",
+        "--tables A,B", "--topic TEMPLATE", "--set KEY=VALUE", "--since",
+        "--help", "--version"}) {
     EXPECT_THAT(help, HasSubstr(flag));
   }
-  EXPECT_THAT(help, HasSubstr("  status "));
+  EXPECT_THAT(help, HasSubstr("  status\n"));
+  EXPECT_THAT(help, HasSubstr("Exit status:\n  0\n"));
+  EXPECT_THAT(help, HasSubstr("  5\n      a replication record the decoder"));
+}
+
+// Issue 24: outbox-poller --help lists only what the poller accepts.
+// The help before its exit codes (whose meanings name every tool's cases),
+// and the exit codes listed.
+std::pair<std::string, std::string> SplitExitStatus(const std::string& help) {
+  size_t at = help.find("\nExit status:\n");
+  if (at == std::string::npos) return {help, ""};
+  return {help.substr(0, at), help.substr(at)};
+}
+
+TEST(CommandLineTest, PollerHelpListsOnlyThePollersCommandsFlagsAndKeys) {
+  auto [help, exits] = SplitExitStatus(HelpText(Tool::kPoller));
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [flags]\n"));
+  for (const char* flag :
+       {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--tables A,B",
+        "--topic TEMPLATE", "--set KEY=VALUE", "--help", "--version"}) {
+    EXPECT_THAT(help, HasSubstr(flag));
+  }
+  for (const char* other :
+       {"  status\n", "republish", "from-debezium", "--slot", "--since",
+        "--all", "--dry-run", "--json", "postgres.slot", "postgres.state_dir",
+        "kafka.exactly_once", "limits.", "outbox.messages.prefix"}) {
+    EXPECT_THAT(help, Not(HasSubstr(other))) << other;
+  }
+  EXPECT_THAT(exits, HasSubstr("  3\n"));
+  EXPECT_THAT(exits, Not(HasSubstr("  4\n")));
+  EXPECT_THAT(exits, Not(HasSubstr("  5\n")));
+  for (const char* key :
+       {"postgres.conninfo = ", "poller.batch_size = ", "poller.mode = ",
+        "outbox.on_invalid = ", "kafka.properties = ", "http.listen = "}) {
+    EXPECT_THAT(help, HasSubstr(key));
+  }
+}
+
+TEST(CommandLineTest, AuditHelpListsItsFlagsAndExitCodes) {
+  auto [help, exits] = SplitExitStatus(HelpText(Tool::kAudit));
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-audit [flags]\n"));
+  for (const char* flag : {"--json", "--read-committed", "--max-duplicates N",
+                           "--timeout-s S", "--pg CONNINFO", "--version"}) {
+    EXPECT_THAT(help, HasSubstr(flag));
+  }
+  for (const char* other : {"republish", "--slot", "--since", "poller.",
+                            "http.listen", "postgres.slot"}) {
+    EXPECT_THAT(help, Not(HasSubstr(other))) << other;
+  }
+  EXPECT_THAT(exits, HasSubstr("  1\n"));
+  EXPECT_THAT(exits, HasSubstr("the audit failed"));
+  EXPECT_THAT(exits, Not(HasSubstr("  4\n")));
+}
+
+absl::StatusOr<CommandLine> ParseAs(Tool tool, std::vector<std::string> args) {
+  args.insert(args.begin(), std::string(ToolName(tool)));
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return ParseCommandLine(static_cast<int>(argv.size()), argv.data(), tool);
+}
+
+TEST(CommandLineTest, EachToolRefusesTheOthersCommandsAndFlags) {
+  EXPECT_THAT(ParseAs(Tool::kPoller, {"status"}).status().message(),
+              HasSubstr("unknown command \"status\"; expected run"));
+  EXPECT_THAT(ParseAs(Tool::kPoller, {"--slot", "s"}).status().message(),
+              HasSubstr("flag \"--slot\" is not one of outbox-poller's"));
+  EXPECT_THAT(ParseAs(Tool::kRelay, {"--json"}).status().message(),
+              HasSubstr("flag \"--json\" is not one of outbox-relay's"));
+  EXPECT_THAT(ParseAs(Tool::kAudit, {"run"}).status().message(),
+              HasSubstr("outbox-audit takes no command"));
+  EXPECT_TRUE(ParseAs(Tool::kPoller, {"run", "--pg", "x"}).ok());
+}
+
+TEST(CommandLineTest, AuditFlags) {
+  auto cl =
+      ParseAs(Tool::kAudit, {"--json", "--read-committed", "--max-duplicates=3",
+                             "--timeout-s", "9", "--pg", "host=x"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_TRUE(cl->audit.json);
+  EXPECT_TRUE(cl->audit.read_committed);
+  EXPECT_EQ(cl->audit.max_duplicates, 3);
+  EXPECT_EQ(cl->audit.timeout_s, 9);
+  EXPECT_EQ(cl->republish.timeout_s, 120);
+  EXPECT_THAT(cl->overrides,
+              ElementsAre(OverrideIs("--pg", "postgres.conninfo", "host=x")));
+  EXPECT_THAT(
+      ParseAs(Tool::kAudit, {"--max-duplicates", "x"}).status().message(),
+      HasSubstr("--max-duplicates needs an integer from 0"));
+}
+
+// "--max-duplicates abc" used to become 0 (atoll): every numeric flag is an
+// integer in range or a one-line error.
+TEST(CommandLineTest, AuditNumericFlagsAreIntegersInRangeOrOneLineError) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  for (const Case& tc : std::vector<Case>{
+           {{"--max-duplicates", "abc"},
+            "--max-duplicates needs an integer from 0, got \"abc\""},
+           {{"--max-duplicates=abc"}, "--max-duplicates needs an integer"},
+           {{"--max-duplicates", "-1"}, "got \"-1\""},
+           {{"--max-duplicates", "1.5"}, "got \"1.5\""},
+           {{"--max-duplicates", "10x"}, "got \"10x\""},
+           {{"--max-duplicates", "+3"}, "got \"+3\""},
+           {{"--max-duplicates", " 3"}, "got \" 3\""},
+           {{"--max-duplicates="}, "--max-duplicates"},
+           {{"--max-duplicates", "99999999999999999999"}, "needs an integer"},
+           {{"--max-duplicates"}, "--max-duplicates"},
+           {{"--timeout-s", "0"}, "--timeout-s needs an integer from 1"},
+           {{"--timeout-s", "abc"}, "--timeout-s needs an integer from 1"},
+           {{"--timeout-s", "9999999999"}, "--timeout-s needs an integer"},
+           {{"--json", "--timeout-s"}, "--timeout-s"},
+       }) {
+    auto cl = ParseAs(Tool::kAudit, tc.args);
+    EXPECT_EQ(cl.status().code(), absl::StatusCode::kInvalidArgument)
+        << tc.args[0];
+    EXPECT_THAT(cl.status().message(), HasSubstr(tc.message)) << tc.args[0];
+    EXPECT_THAT(cl.status().message(), testing::Not(HasSubstr("\n")));
+  }
 }
 
 }  // namespace

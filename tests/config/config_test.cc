@@ -445,24 +445,37 @@ kafka:
   EXPECT_THAT(c.Redacted(), HasSubstr("password = ****  host=h"));
 }
 
-TEST(ConfigTest, HelpTextMentionsEveryKeyAndDefault) {
-  std::string help = HelpText("outbox-relay");
+// Each tool's --help lists exactly the keys it uses, with their defaults.
+TEST(ConfigTest, HelpTextMentionsEveryKeyOfItsToolAndDefault) {
   Config defaults;
-  for (const ConfigKey& key : ConfigKeys()) {
-    EXPECT_THAT(help, HasSubstr(absl::StrCat("  ", key.path, " = ")))
-        << key.path;
-    EXPECT_THAT(help, HasSubstr(std::string(key.description.substr(0, 20))))
-        << key.path;
-    if (key.global != nullptr) {
-      EXPECT_THAT(help,
-                  HasSubstr(absl::StrCat(key.path, " = ",
-                                         RenderField(key.global(defaults)))))
+  for (Tool tool : {Tool::kRelay, Tool::kPoller, Tool::kAudit}) {
+    std::string help = HelpText(tool);
+    for (const ConfigKey& key : ConfigKeys()) {
+      std::string entry = absl::StrCat("  ", key.path, " = ");
+      if ((key.tools & ToolBit(tool)) == 0) {
+        EXPECT_THAT(help, Not(HasSubstr(entry)))
+            << ToolName(tool) << " " << key.path;
+        continue;
+      }
+      EXPECT_THAT(help, HasSubstr(entry)) << ToolName(tool) << " " << key.path;
+      EXPECT_THAT(help, HasSubstr(std::string(key.description.substr(0, 20))))
           << key.path;
+      if (key.global != nullptr) {
+        EXPECT_THAT(help,
+                    HasSubstr(absl::StrCat(key.path, " = ",
+                                           RenderField(key.global(defaults)))))
+            << key.path;
+      }
     }
+    EXPECT_THAT(help, HasSubstr("--set KEY=VALUE"));
+    EXPECT_THAT(help, HasSubstr(absl::StrCat("Usage: ", ToolName(tool))));
   }
-  EXPECT_THAT(help, HasSubstr("limits.max_inflight_bytes = 4194304"));
-  EXPECT_THAT(help, HasSubstr("--set KEY=VALUE"));
-  EXPECT_THAT(help, HasSubstr("Usage: outbox-relay"));
+  EXPECT_THAT(HelpText(Tool::kRelay),
+              HasSubstr("limits.max_inflight_bytes = 4194304"));
+  // Every key is some tool's.
+  for (const ConfigKey& key : ConfigKeys()) {
+    EXPECT_NE(key.tools, 0u) << key.path;
+  }
 }
 
 // Issue 15: the Outbox Event Router options, from YAML and --set.

@@ -134,9 +134,8 @@ int Start(std::vector<std::string> args, std::string* stderr_text) {
   for (std::string& a : args) argv.push_back(a.data());
   static std::atomic<bool> stop{false};
   ::testing::internal::CaptureStderr();
-  DaemonStart start =
-      StartDaemon("outbox-relay", "test", static_cast<int>(argv.size()),
-                  argv.data(), &stop);
+  DaemonStart start = StartDaemon(Tool::kRelay, static_cast<int>(argv.size()),
+                                  argv.data(), &stop);
   *stderr_text = ::testing::internal::GetCapturedStderr();
   return start.exit_code.value_or(-1);
 }

@@ -1,0 +1,70 @@
+# Shared by container_test.sh and package_test.sh (source it): the suite's
+# servers from $OUTBOX_TEST_ENV, podman with the project's settings, an
+# outbox table of the test's own, and its events counted in Kafka.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$root/scripts/lib.sh"
+env_file=${OUTBOX_TEST_ENV:?set by ctest}
+get() { sed -n "s/^$1=//p" "$env_file"; }
+export PGHOST PGPORT PGUSER PGDATABASE
+PGHOST=$(get PGHOST) PGPORT=$(get PGPORT) PGUSER=$(get PGUSER)
+PGDATABASE=$(get PGDATABASE)
+BROKERS=$(get OUTBOX_KAFKA_BROKERS)
+# The relay in a container reaches the suite's servers over the host's
+# network (podman --network host), as a process on this machine would.
+CONNINFO="host=127.0.0.1 port=$PGPORT user=$PGUSER dbname=$PGDATABASE"
+
+pm() { "$root/scripts/container.sh" podman "$@"; }
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+finish() {
+  [ $fails = 0 ] || { echo "$fails problem(s)"; exit 1; }
+  echo "${1:-ok}"
+}
+
+# make_table NAME: an outbox table (sql/outbox.sql's columns that matter).
+make_table() {
+  psql -q -v ON_ERROR_STOP=1 -c "CREATE TABLE $1 (id uuid PRIMARY KEY,
+    aggregatetype text NOT NULL, aggregateid text NOT NULL, type text NOT NULL,
+    payload jsonb)"
+}
+
+# write_events TABLE FROM TO: one transaction per event, ids FROM..TO.
+write_events() {
+  local n
+  for ((n = $2; n <= $3; n++)); do
+    echo "INSERT INTO $1 VALUES (gen_random_uuid(), 'order', '$n', 'OrderCreated', '{\"n\": $n}');"
+  done | psql -q -v ON_ERROR_STOP=1
+}
+
+# distinct_in_topic TOPIC: how many distinct aggregate ids the topic holds.
+distinct_in_topic() {
+  { kcat -b "$BROKERS" -C -t "$1" -e -q -f '%k\n' 2>/dev/null || true; } |
+    sort -u | grep -c . || true
+}
+
+# wait_events TOPIC N: until the topic holds N distinct events (2 minutes).
+wait_events() {
+  local deadline=$((SECONDS + 120))
+  until [ "$(distinct_in_topic "$1")" -ge "$2" ]; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.5
+  done
+}
+
+# slot_confirmed SLOT: its confirmed_flush_lsn, empty when it does not exist.
+slot_confirmed() {
+  psql -Atc "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$1'"
+}
+
+# lsn_at_least A B: true when LSN A >= LSN B.
+lsn_at_least() {
+  [ "$(psql -Atc "SELECT '$1'::pg_lsn >= '$2'::pg_lsn")" = t ]
+}
+
+# wait_slot_active SLOT: until a relay streams from it (a minute).
+slot_active() {
+  [ "$(psql -Atc "SELECT active FROM pg_replication_slots WHERE slot_name = '$1'")" = t ]
+}
+wait_slot_active() { wait_for 60 slot_active "$1"; }
