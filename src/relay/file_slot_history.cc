@@ -195,7 +195,7 @@ absl::Status FileSlotHistory::CheckCreate(const ServerInfo& server) {
                        FormatLsn(m.confirmed), ")");
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      where, ": ", LostEventsAndFix(slot_, m.confirmed, true, path_), ack));
+      where, ": ", LostEventsAndFix(slot_, {}, m.confirmed, true, path_), ack));
 }
 
 absl::Status FileSlotHistory::Record(const ServerInfo& server) {

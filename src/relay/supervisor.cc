@@ -51,7 +51,7 @@ absl::StatusOr<std::unique_ptr<OutputPlugin>> MakePlugin(const Config& config,
                                                          const Router& router) {
   PluginOptions o;
   for (const auto& t : router.RequiredColumns()) {
-    o.tables.push_back({t.schema, t.table});
+    o.tables.push_back({t.schema, t.table, t.columns});
   }
   o.publication = config.postgres.publication;
   o.create_publication = config.postgres.create_publication;
