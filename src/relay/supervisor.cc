@@ -15,6 +15,7 @@
 #include "kafka/checkpoint_reader.h"
 #include "kafka/checkpoint_topic.h"
 #include "kafka/rdkafka_sink.h"
+#include "kafka/topic_admin.h"
 #include "outbox/status_macros.h"
 #include "pg/failover_readiness.h"
 #include "pg/libpq_replication_stream.h"
@@ -135,6 +136,48 @@ constexpr std::chrono::seconds kFailoverRecheckInterval{10};
 void RecordError(RelayMetrics* metrics, absl::string_view what,
                  const absl::Status& s) {
   if (metrics != nullptr) metrics->daemon_status().SetLastError(what, s);
+}
+
+// The one line for a session that ended on a missing ACL or topic
+// (IsTopicAccessError): what is missing and how it resumes.
+std::string KafkaBlockedState(const absl::Status& s, absl::string_view topic) {
+  const std::string t =
+      topic.empty() ? "an event topic" : absl::StrCat("topic ", topic);
+  if (absl::IsPermissionDenied(s)) {
+    return absl::StrCat(
+        "waiting for a Kafka ACL: the relay's principal may not write ", t,
+        " (grant it WRITE and DESCRIBE on the topic); nothing past the "
+        "refused event is confirmed, and the relay retries by itself");
+  }
+  return absl::StrCat(
+      "waiting for Kafka ", t,
+      " to exist (create it, or set kafka.topic_creation.enable); nothing "
+      "past the refused event is confirmed, and the relay retries by itself");
+}
+
+// kafka.topic_creation: creates `topic`, which Kafka said does not exist,
+// with the configured partitions, replication factor and configs; logs it.
+absl::Status CreateMissingTopic(const KafkaOptions& kafka,
+                                const KafkaConfig& config,
+                                const std::string& topic, int timeout_ms) {
+  ASSIGN_OR_RETURN(std::unique_ptr<TopicAdmin> admin,
+                   TopicAdmin::Create(kafka));
+  NewTopicSpec spec;
+  spec.partitions = static_cast<int>(config.topic_creation.partitions);
+  spec.replication_factor =
+      static_cast<int>(config.topic_creation.replication_factor);
+  spec.configs = config.topic_creation.configs;
+  absl::Status s = admin->CreateTopic(topic, spec, timeout_ms);
+  if (!s.ok()) {
+    Log(Severity::kWarn, "cannot create the missing topic",
+        {{"topic", topic}, {"error", std::string(s.message())}});
+    return s;
+  }
+  Log(Severity::kInfo, "created the missing topic (kafka.topic_creation)",
+      {{"topic", topic},
+       {"partitions", absl::StrCat(spec.partitions)},
+       {"replication_factor", absl::StrCat(spec.replication_factor)}});
+  return absl::OkStatus();
 }
 
 // For the status page: the PostgreSQL and Kafka connection states.
@@ -339,6 +382,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   }
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
+  std::string last_blocked;  // the last missing ACL or topic logged
   // A relay that may create its slot remembers it (FileSlotHistory), so a
   // slot that disappears is not created anew; one that may not needs no
   // memory.
@@ -557,12 +601,45 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
       Log(Severity::kError, std::string(s.message()));
       return kExitPrecondition;
     }
-    // Transient: a session that made progress resets the backoff.
+    // A missing ACL or topic: not the event's fault, so never poison. The
+    // next session tries again from the slot; until then nothing past the
+    // refused event is confirmed.
+    if (absl::IsNotFound(s) && config.kafka.topic_creation.enable &&
+        !st.blocked_topic.empty()) {
+      absl::Status created =
+          CreateMissingTopic(session_kafka, config.kafka, st.blocked_topic,
+                             static_cast<int>(config.kafka.flush_timeout_ms));
+      if (created.ok()) {
+        // The next session produces to it: at once.
+        backoff = config.postgres.reconnect_backoff_initial_ms;
+        continue;
+      }
+      s = created;  // says why; waited for like the topic itself
+      if (!IsTopicAccessError(s)) s = absl::NotFoundError(created.message());
+    }
+    const bool blocked = IsTopicAccessError(s);
+    std::string kafka_state = kNoKafkaProducer;
+    if (blocked) {
+      kafka_state = KafkaBlockedState(s, st.blocked_topic);
+      if (metrics != nullptr) {
+        metrics->SetKafkaBlocked(absl::IsPermissionDenied(s), st.blocked_topic);
+      }
+      RecordError(metrics, "", absl::Status(s.code(), kafka_state));
+      if (kafka_state != last_blocked) {
+        Log(Severity::kWarn, kafka_state,
+            {{"error", std::string(s.message())},
+             {"retry_ms", absl::StrCat(backoff)}});
+        last_blocked = kafka_state;
+      }
+    }
+    // Transient: a session that made progress resets the backoff (not one
+    // that ends at the same missing ACL or topic again: those retries
+    // slow down, each one publishing again what came before the refusal).
     if (metrics != nullptr) metrics->OnReconnect();
-    if (st.events_delivered > 0 || st.status_updates > 1) {
+    if (!blocked && (st.events_delivered > 0 || st.status_updates > 1)) {
       backoff = config.postgres.reconnect_backoff_initial_ms;
     }
-    SetStates(metrics, WaitingToReconnect(backoff), kNoKafkaProducer);
+    SetStates(metrics, WaitingToReconnect(backoff), kafka_state);
     SleepUnlessStopped(backoff, stop, metrics);
     backoff = std::min(backoff * 2, config.postgres.reconnect_backoff_max_ms);
   }
