@@ -156,7 +156,11 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
           static_cast<int64_t>(record.key.size() + record.value.size());
       return absl::OkStatus();
     }
-    if (!absl::IsResourceExhausted(s)) return s;
+    if (!absl::IsResourceExhausted(s)) {
+      // An event's or a dead letter's: the topic the supervisor waits for.
+      if (IsTopicAccessError(s)) stats_.blocked_topic = record.topic;
+      return s;
+    }
     // The producer's queue is full: serve reports until it drains, and keep
     // PostgreSQL informed meanwhile. The record stays tracked, so stopping
     // here is safe: its transaction is never confirmed.
@@ -421,7 +425,7 @@ absl::Status Relay::Shutdown(absl::Status result) {
          ++i) {
       sink_->Poll(kShutdownFlushSliceMs);
     }
-    if (IsTopicAccessError(delivery_error_)) {
+    if (IsTopicAccessError(delivery_error_) && !absl::IsDataLoss(result)) {
       // The refusal was a missing ACL or topic: waited for, not poison.
       result = delivery_error_;
     } else if (absl::IsInvalidArgument(delivery_error_) &&

@@ -159,7 +159,6 @@ absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
     // The sink refused this record itself (too large, bad topic...).
     return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
   }
-  if (IsTopicAccessError(s)) stats_.blocked_topic = record_.topic;
   return s;
 }
 
