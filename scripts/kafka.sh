@@ -8,6 +8,19 @@
 #   scripts/kafka.sh kill DIR    SIGKILL the broker, keep its data (for faults)
 #   scripts/kafka.sh restart DIR start a killed/stopped broker again on the
 #                                same port and data
+#   scripts/kafka.sh acl DIR ARGS...  kafka-acls (kafka.admin.AclCommand)
+#                                against the broker's PLAINTEXT listener,
+#                                e.g. --add --allow-principal User:relay
+#                                --operation Write --topic t
+#
+# Optional, for tests that need more than the PLAINTEXT listener (the
+# shared broker sets neither):
+#   OUTBOX_KAFKA_LISTENERS="SASL_PLAINTEXT ..."  extra listeners, each named
+#        after its security protocol, on a free loopback port of its own;
+#        'start' also prints OUTBOX_KAFKA_<NAME>_BROKERS=127.0.0.1:<port>
+#   OUTBOX_KAFKA_PROPERTIES=FILE  lines appended to server.properties (a
+#        later key wins: an authorizer, SASL users, auto-create off, ...)
+# Both are remembered in DIR, so 'restart' brings the same broker back.
 #
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
 # scripts/kafka/pom.xml) into $OUTBOX_CACHE/kafka/libs (OUTBOX_CACHE defaults
@@ -17,7 +30,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 cmd=${1:-}; dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl DIR"
 LIBS="$OUTBOX_CACHE/kafka/libs"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
 
@@ -50,16 +63,31 @@ launch() {
   wait_for 60 kcat -b "127.0.0.1:$port" -L -m 5 || return 1
 }
 
+# extra_listeners: for each name in OUTBOX_KAFKA_LISTENERS a free port
+# (DIR/port.<NAME>), and the three lines' additions: ",NAME://127.0.0.1:P"
+# for listeners and advertised.listeners, ",NAME:NAME" for the map.
+extra_listeners() {
+  extra_l=""; extra_map=""
+  local name p
+  for name in ${OUTBOX_KAFKA_LISTENERS:-}; do
+    p=$(free_port)
+    echo "$p" >"$dir/port.$name"
+    extra_l="$extra_l,$name://127.0.0.1:$p"
+    extra_map="$extra_map,$name:$name"
+  done
+}
+
 write_config() {
   local port=$1 cport=$2
+  extra_listeners
   cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport$extra_l
+advertised.listeners=PLAINTEXT://127.0.0.1:$port$extra_l
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$extra_map
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/data
 num.partitions=3
@@ -72,6 +100,9 @@ group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 log.flush.interval.messages=9223372036854775807
 PROPS
+  if [ -n "${OUTBOX_KAFKA_PROPERTIES:-}" ]; then
+    cat "$OUTBOX_KAFKA_PROPERTIES" >>"$dir/server.properties"
+  fi
   cat >"$dir/log4j.properties" <<L4J
 log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.FileAppender
@@ -107,6 +138,10 @@ start() {
   done
   echo "OUTBOX_KAFKA_DIR=$dir"
   echo "OUTBOX_KAFKA_BROKERS=127.0.0.1:$port"
+  local name
+  for name in ${OUTBOX_KAFKA_LISTENERS:-}; do
+    echo "OUTBOX_KAFKA_${name}_BROKERS=127.0.0.1:$(cat "$dir/port.$name")"
+  done
   log "kafka ready: kcat -b 127.0.0.1:$port -L"
 }
 
@@ -135,5 +170,11 @@ case $cmd in
     stop_broker
     dir=$(cd "$dir" && pwd)
     launch || die "kafka did not restart: $(tail -3 "$dir/kafka.out")" ;;
-  *) die "usage: $0 start|stop|kill|restart DIR" ;;
+  acl)
+    shift 2
+    need_jars
+    java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
+      kafka.admin.AclCommand --bootstrap-server "127.0.0.1:$(cat "$dir/port")" \
+      "$@" ;;
+  *) die "usage: $0 start|stop|kill|restart|acl DIR" ;;
 esac

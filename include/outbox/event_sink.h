@@ -6,6 +6,14 @@
 // Contract: every Produce() that returns OK yields exactly one
 // DeliveryReport, carrying the caller's ticket. A report with a non-OK status
 // is final (retries already happened inside the sink).
+//
+// Status codes of Produce() and of reports, the same in both:
+//   InvalidArgument   about the record itself (too large, ...): poison
+//   PermissionDenied  the producer may not write the topic (a missing ACL)
+//   NotFound          the topic does not exist
+//   Unavailable       transient: retry later
+// PermissionDenied and NotFound are about the topic, not the record: the
+// relay waits until the ACL or the topic appears (IsTopicAccessError).
 #ifndef OUTBOX_EVENT_SINK_H_
 #define OUTBOX_EVENT_SINK_H_
 
@@ -27,6 +35,11 @@ struct DeliveryReport {
   int64_t offset = -1;
 };
 
+// A missing ACL or topic (PermissionDenied, NotFound): see above.
+inline bool IsTopicAccessError(const absl::Status& s) {
+  return absl::IsPermissionDenied(s) || absl::IsNotFound(s);
+}
+
 class EventSink {
  public:
   using DeliveryHandler = std::function<void(const DeliveryReport&)>;
@@ -39,8 +52,9 @@ class EventSink {
   // Hands a record over; the sink copies what it keeps. ResourceExhausted
   // means the local queue is full: back off (serve Poll) and retry.
   // InvalidArgument is about the record itself (e.g. too large): a poison
-  // row. Unavailable is transient (e.g. the topic is unknown while the
-  // broker restarts): retry later. Internal: the sink is broken (health()
+  // row. PermissionDenied / NotFound: the topic's ACL or the topic is
+  // missing. Unavailable is transient: retry later. Internal: the sink is
+  // broken (health()
   // is not OK; see there what it means); once it is, every Produce() fails
   // so, never returning OK for a record no report will come for.
   virtual absl::Status Produce(const Record& record, uint64_t ticket) = 0;

@@ -379,6 +379,13 @@ absl::Status Validate(const Config& c) {
                    absl::StrCat("\"", c.postgres.slot,
                                 "\" is not a slot name (1-63 of a-z, 0-9, _)"));
   }
+  for (const auto& [key, value] :
+       {std::pair{"kafka.topic_creation.partitions",
+                  c.kafka.topic_creation.partitions},
+        std::pair{"kafka.topic_creation.replication_factor",
+                  c.kafka.topic_creation.replication_factor}}) {
+    if (value == 0) return Invalid(key, "0 (use -1 for the broker's default)");
+  }
   if (!c.postgres.acknowledge_slot_loss.empty() &&
       !ParseLsn(c.postgres.acknowledge_slot_loss).ok()) {
     return Invalid("postgres.acknowledge_slot_loss",

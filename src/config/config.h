@@ -193,6 +193,14 @@ struct KafkaConfig {
   int64_t transaction_max_ms = 100;
   int64_t transaction_max_events = 10000;
   int64_t transaction_split_events = 1000000;
+  // Creating missing event topics (docs/operations/topics.md), like
+  // Debezium's topic.creation.default.*; off: a missing topic is waited for.
+  struct TopicCreation {
+    bool enable = false;
+    int64_t partitions = -1;          // -1: the broker's num.partitions
+    int64_t replication_factor = -1;  // -1: default.replication.factor
+    std::map<std::string, std::string> configs;  // topic configs
+  } topic_creation;
 };
 
 struct LimitsConfig {

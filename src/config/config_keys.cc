@@ -365,6 +365,27 @@ std::vector<ConfigKey> BuildKeys() {
              "transaction")
           .Min(1)
           .For(kRelayOnly));
+  add(Global("kafka.topic_creation.enable", G(kafka.topic_creation.enable),
+             "create a topic the relay produces to (events, dead letters) "
+             "when Kafka says it does not exist, with the settings below; "
+             "false: the relay waits until someone creates it")
+          .For(kDaemons));
+  add(Global("kafka.topic_creation.partitions",
+             G(kafka.topic_creation.partitions),
+             "topic_creation: partitions of a created topic; -1 is the "
+             "broker's num.partitions")
+          .Min(-1)
+          .For(kDaemons));
+  add(Global("kafka.topic_creation.replication_factor",
+             G(kafka.topic_creation.replication_factor),
+             "topic_creation: replication factor of a created topic; -1 is "
+             "the broker's default.replication.factor")
+          .Min(-1)
+          .For(kDaemons));
+  add(Global("kafka.topic_creation.configs", G(kafka.topic_creation.configs),
+             "topic_creation: topic configs of a created topic "
+             "(cleanup.policy, retention.ms, min.insync.replicas, ...)")
+          .For(kDaemons));
   // limits
   add(Global("limits.max_inflight_events", G(limits.max_inflight_events),
              "events handed to Kafka but not yet acknowledged before reading "

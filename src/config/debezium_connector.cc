@@ -249,6 +249,7 @@ class Translator {
   void Error(std::string error) { errors_.push_back(std::move(error)); }
 
   void Connection();
+  void TopicCreation();
   void Tables();
   void Router(const std::string& t);
 
@@ -445,6 +446,60 @@ void Translator::Router(const std::string& t) {
   }
 }
 
+// Kafka Connect's topic.creation.default.* (KIP-158): Connect creates a
+// missing topic once both partitions and replication.factor are set; every
+// other key under it is a topic config. Groups (per-topic regexes) have no
+// counterpart: the relay creates every topic alike.
+void Translator::TopicCreation() {
+  const std::string prefix = "topic.creation.";
+  const std::string def = prefix + "default.";
+  std::optional<std::string> enable = Take(prefix + "enable");
+  std::optional<std::string> groups = Take(prefix + "groups");
+  if (groups.has_value() && !absl::StripAsciiWhitespace(*groups).empty()) {
+    Error(absl::StrCat("topic.creation.groups=", *groups,
+                       " has no counterpart: the relay creates every topic "
+                       "with topic.creation.default.*"));
+  }
+  std::optional<std::string> partitions = Take(def + "partitions");
+  std::optional<std::string> replication = Take(def + "replication.factor");
+  std::vector<std::pair<std::string, std::string>> configs;
+  for (auto it = props_.begin(); it != props_.end();) {
+    // A group's keys stay: refused as unknown, by name.
+    if (absl::StartsWith(it->first, def)) {
+      configs.emplace_back(it->first.substr(def.size()), it->second);
+      it = props_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!partitions.has_value() && !replication.has_value() && configs.empty()) {
+    return;
+  }
+  const bool on = partitions.has_value() && replication.has_value() &&
+                  absl::AsciiStrToLower(enable.value_or("true")) != "false";
+  Line("  topic_creation:");
+  Line(absl::StrCat("    enable: ", on ? "true" : "false"),
+       on ? "topic.creation.default.partitions and .replication.factor"
+          : "Connect creates topics only with both default.partitions and "
+            "default.replication.factor (and topic.creation.enable not "
+            "false)");
+  if (partitions.has_value()) {
+    Line(absl::StrCat("    partitions: ", Quote(*partitions)),
+         "topic.creation.default.partitions");
+  }
+  if (replication.has_value()) {
+    Line(absl::StrCat("    replication_factor: ", Quote(*replication)),
+         "topic.creation.default.replication.factor");
+  }
+  if (!configs.empty()) {
+    Line("    configs:");
+    for (const auto& [name, value] : configs) {
+      Line(absl::StrCat("      ", Quote(name), ": ", Quote(value)),
+           absl::StrCat(def, name));
+    }
+  }
+}
+
 absl::StatusOr<DebeziumTranslation> Translator::Run() {
   std::string connector = TakeOr("connector.class", "");
   if (connector != kPostgresConnector) {
@@ -480,6 +535,7 @@ absl::StatusOr<DebeziumTranslation> Translator::Run() {
   Line("kafka:");
   Line("  brokers: \"127.0.0.1:9092\"",
        "the Connect worker's bootstrap.servers (not in a connector config)");
+  TopicCreation();
   Line("outbox:");
   Line("  compatibility: debezium");
   Line("  debezium:");

@@ -47,7 +47,8 @@ int Lifecycle::Stop(int exit_code) {
 }
 
 void Lifecycle::RetryAfter(absl::string_view waiting_for,
-                           const absl::Status& why, bool slot_held_elsewhere) {
+                           const absl::Status& why, bool slot_held_elsewhere,
+                           absl::string_view kafka_state) {
   Become(Role::kStandby, slot_held_elsewhere);
   const int64_t wait_ms = slot_held_elsewhere ? standby_retry_ms_ : backoff_ms_;
   if (status_ != nullptr) {
@@ -57,7 +58,7 @@ void Lifecycle::RetryAfter(absl::string_view waiting_for,
                            "(retry in ",
                            wait_ms, " ms)")
             : WaitingToReconnect(wait_ms),
-        kNoKafkaProducer);
+        kafka_state);
   }
   // Say it once per distinct reason, not every retry.
   if (why.message() != last_wait_) {

@@ -57,9 +57,11 @@ class Lifecycle {
   // postgres.standby_retry_ms when another instance holds the slot
   // (`slot_held_elsewhere`), else the reconnect backoff, doubled for the
   // next time. `waiting_for` ("PostgreSQL", "Kafka") and `why` are logged
-  // once per distinct reason.
+  // once per distinct reason. `kafka_state` is the status page's Kafka
+  // state meanwhile.
   void RetryAfter(absl::string_view waiting_for, const absl::Status& why,
-                  bool slot_held_elsewhere = false);
+                  bool slot_held_elsewhere = false,
+                  absl::string_view kafka_state = kNoKafkaProducer);
   // The session made progress: the next backoff starts from the initial one.
   void Progressed();
   // -> stopped; returns `exit_code`.

@@ -243,9 +243,10 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
   }
   std::string what = absl::StrCat("kafka rejected the record for topic ",
                                   record.topic, ": ", rd_kafka_err2str(e));
-  // Only errors about the record itself are poison; anything else (an
-  // unknown topic while the broker restarts, ...) is worth a retry.
+  // Only errors about the record itself are poison; a missing topic or ACL
+  // is waited for; anything else is worth a retry.
   if (IsPermanentRecordError(e)) return absl::InvalidArgumentError(what);
+  if (absl::Status a = TopicAccessError(e, what); !a.ok()) return a;
   return absl::UnavailableError(what);
 }
 
@@ -287,9 +288,13 @@ void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
   r.event_id = {};
   r.headers.clear();
   if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    report.status = IsPermanentRecordError(msg->err)
-                        ? absl::InvalidArgumentError(rd_kafka_err2str(msg->err))
-                        : absl::UnavailableError(rd_kafka_err2str(msg->err));
+    report.status = TopicAccessError(msg->err, rd_kafka_err2str(msg->err));
+    if (report.status.ok()) {
+      report.status =
+          IsPermanentRecordError(msg->err)
+              ? absl::InvalidArgumentError(rd_kafka_err2str(msg->err))
+              : absl::UnavailableError(rd_kafka_err2str(msg->err));
+    }
     rd_kafka_headers_t* hdrs = nullptr;
     size_t headers_size = 0;
     if (rd_kafka_message_headers(msg, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -353,16 +358,27 @@ void RdKafkaSink::HandleError(int err, const char* reason) {
   }
 }
 
-// Unknown topic is deliberately not here: during a broker outage or while a
-// topic is being created it is transient, so it restarts the session (and
-// repeats, visibly, if the topic never appears) rather than halting.
+absl::Status RdKafkaSink::TopicAccessError(int e, absl::string_view what) {
+  switch (static_cast<rd_kafka_resp_err_t>(e)) {
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+      return absl::PermissionDeniedError(what);
+    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+      return absl::NotFoundError(what);
+    default:
+      return absl::OkStatus();
+  }
+}
+
+// A missing topic or ACL is not here: neither is a property of the record
+// (TopicAccessError).
 bool RdKafkaSink::IsPermanentRecordError(int e) {
   switch (static_cast<rd_kafka_resp_err_t>(e)) {
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
     case RD_KAFKA_RESP_ERR_INVALID_MSG:
     case RD_KAFKA_RESP_ERR_INVALID_RECORD:
     case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
-    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
     case RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS:
     case RD_KAFKA_RESP_ERR__INVALID_ARG:

@@ -92,8 +92,14 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
                                           absl::string_view reason);
 
   // True for delivery errors that are about the record itself (too large,
-  // bad topic, not authorized), which no retry can fix: poison rows.
+  // invalid topic name), which no retry can fix: poison rows.
   static bool IsPermanentRecordError(int rd_kafka_resp_err);
+  // Errors about the topic, not the record: PermissionDenied for a missing
+  // ACL (topic or cluster authorization), NotFound for a topic that does not
+  // exist, each with `what`; OK for any other error. The relay waits for
+  // the ACL or the topic (relay/kafka_topic_access.h), never poisons.
+  static absl::Status TopicAccessError(int rd_kafka_resp_err,
+                                       absl::string_view what);
 
   // The properties the producer was built with, secrets masked.
   const std::map<std::string, std::string>& effective_properties() const {

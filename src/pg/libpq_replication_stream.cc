@@ -219,8 +219,8 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
   }
   if (PgConnection::Value(res, 0, 6) == "lost") {
     return absl::FailedPreconditionError(SlotInvalidatedMessage(
-        options_.slot, server_.slot_confirmed_flush, options_.create_slot,
-        "pg_replication_slots.wal_status is 'lost'"));
+        options_.slot, SlotPluginOf(), server_.slot_confirmed_flush,
+        options_.create_slot, "pg_replication_slots.wal_status is 'lost'"));
   }
   if (!PgConnection::IsNull(res, 0, 3)) {
     return SlotInUse(
@@ -255,9 +255,9 @@ bool LibpqReplicationStream::WantsFailover() const {
 
 absl::Status LibpqReplicationStream::StreamError(absl::Status st) const {
   if (!IsSlotInvalidatedError(st.message())) return st;
-  return absl::FailedPreconditionError(
-      SlotInvalidatedMessage(options_.slot, flushed_, options_.create_slot,
-                             absl::StrCat("server said: ", st.message())));
+  return absl::FailedPreconditionError(SlotInvalidatedMessage(
+      options_.slot, SlotPluginOf(), flushed_, options_.create_slot,
+      absl::StrCat("server said: ", st.message())));
 }
 
 absl::Status LibpqReplicationStream::Start(Lsn start) {

@@ -34,6 +34,7 @@
 #include "outbox/replication_stream.h"
 #include "pg/pg_connection.h"
 #include "pg/slot_history.h"
+#include "pg/slot_loss.h"
 #include "plugin/output_plugin.h"
 
 namespace outbox {
@@ -122,6 +123,10 @@ class LibpqReplicationStream : public ReplicationStream {
 
   PluginServer PluginInfo() const {
     return {server_.version_num, server_.dbname};
+  }
+  // The plugin (and publication) a slot loss's fix names.
+  SlotPlugin SlotPluginOf() const {
+    return {options_.plugin->name(), options_.plugin->publication()};
   }
   // A server error, with the plugin's hint where it has one.
   absl::Status ServerError(absl::string_view context,

@@ -5,8 +5,9 @@
 
 namespace outbox {
 
-std::string LostEventsAndFix(absl::string_view slot, Lsn last_confirmed,
-                             bool can_create, absl::string_view marker_path) {
+std::string LostEventsAndFix(absl::string_view slot, const SlotPlugin& plugin,
+                             Lsn last_confirmed, bool can_create,
+                             absl::string_view marker_path) {
   const std::string lsn = FormatLsn(last_confirmed);
   // The slot first, then the re-publish: every event committed after the
   // new slot exists is in it, every one before is in the table when
@@ -17,7 +18,13 @@ std::string LostEventsAndFix(absl::string_view slot, Lsn last_confirmed,
     absl::StrAppend(&out,
                     "Create the slot again (SELECT "
                     "pg_create_logical_replication_slot('",
-                    slot, "', 'wal2json'); postgres.create_slot is false)");
+                    slot, "', '", plugin.name,
+                    "'); postgres.create_slot is false");
+    if (!plugin.publication.empty()) {
+      absl::StrAppend(&out, "; it streams publication \"", plugin.publication,
+                      "\", which must still exist");
+    }
+    out.push_back(')');
   } else {
     absl::StrAppend(&out, "Start the relay once with --set ",
                     kAcknowledgeSlotLossKey, "=", lsn,
@@ -42,7 +49,8 @@ bool IsSlotInvalidatedError(absl::string_view server_message) {
           absl::StrContains(server_message, "has already been removed"));
 }
 
-std::string SlotInvalidatedMessage(absl::string_view slot, Lsn last_confirmed,
+std::string SlotInvalidatedMessage(absl::string_view slot,
+                                   const SlotPlugin& plugin, Lsn last_confirmed,
                                    bool can_create, absl::string_view why) {
   return absl::StrCat(
       "replication slot \"", slot,
@@ -50,7 +58,7 @@ std::string SlotInvalidatedMessage(absl::string_view slot, Lsn last_confirmed,
       "(max_slot_wal_keep_size) [",
       why, "]. Its last confirmed LSN is ", FormatLsn(last_confirmed),
       ": drop it (SELECT pg_drop_replication_slot('", slot, "')); ",
-      LostEventsAndFix(slot, last_confirmed, can_create, ""));
+      LostEventsAndFix(slot, plugin, last_confirmed, can_create, ""));
 }
 
 }  // namespace outbox

@@ -16,14 +16,23 @@ namespace outbox {
 inline constexpr char kAcknowledgeSlotLossKey[] =
     "postgres.acknowledge_slot_loss";
 
+// What a slot streams with, for the words of a fix: the output plugin's
+// name and, for pgoutput, the publication (empty otherwise).
+struct SlotPlugin {
+  absl::string_view name;
+  absl::string_view publication;
+};
+
 // "events committed after <lsn> are in no slot. <How to get a new slot>,
 // then re-publish them: outbox-relay republish --since ...". `can_create`:
 // the relay may create slots (postgres.create_slot); then the way to a new
 // slot is a restart with kAcknowledgeSlotLossKey=<lsn>, or deleting
-// `marker_path` when not empty. Otherwise it is creating the slot by hand.
+// `marker_path` when not empty. Otherwise it is creating the slot by hand,
+// with `plugin` (and naming its publication).
 // The slot comes first so that no event falls between the two.
-std::string LostEventsAndFix(absl::string_view slot, Lsn last_confirmed,
-                             bool can_create, absl::string_view marker_path);
+std::string LostEventsAndFix(absl::string_view slot, const SlotPlugin& plugin,
+                             Lsn last_confirmed, bool can_create,
+                             absl::string_view marker_path);
 
 // True if a server error says the slot was invalidated or its WAL removed:
 // "can no longer get changes from replication slot", "requested WAL
@@ -33,7 +42,8 @@ bool IsSlotInvalidatedError(absl::string_view server_message);
 // The refusal for an invalidated slot: names it, its last confirmed LSN,
 // why (`why`: wal_status or the server's words), and what to do: drop it,
 // get a new slot, re-publish.
-std::string SlotInvalidatedMessage(absl::string_view slot, Lsn last_confirmed,
+std::string SlotInvalidatedMessage(absl::string_view slot,
+                                   const SlotPlugin& plugin, Lsn last_confirmed,
                                    bool can_create, absl::string_view why);
 
 }  // namespace outbox

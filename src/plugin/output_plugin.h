@@ -31,6 +31,9 @@ struct PluginOptions {
   struct Table {
     std::string schema;
     std::string name;
+    // The columns the mapping reads (pgoutput: a publication's column list
+    // must keep them).
+    std::vector<std::string> columns = {};
   };
   std::vector<Table> tables;  // the outbox tables to stream
   // Logical decoding messages to decode, by exact prefix; empty: none.
@@ -64,6 +67,10 @@ class OutputPlugin {
 
   // The plugin name of CREATE_REPLICATION_SLOT and pg_replication_slots.
   virtual absl::string_view name() const = 0;
+
+  // The publication the slot streams (pgoutput); empty for plugins that
+  // have none.
+  virtual absl::string_view publication() const { return {}; }
 
   // Checks (and where allowed sets up) what the server needs before a
   // slot with this plugin can stream, over the replication connection.

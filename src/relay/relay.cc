@@ -157,7 +157,11 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
           static_cast<int64_t>(record.key.size() + record.value.size());
       return absl::OkStatus();
     }
-    if (!absl::IsResourceExhausted(s)) return s;
+    if (!absl::IsResourceExhausted(s)) {
+      // An event's or a dead letter's: the topic the supervisor waits for.
+      if (IsTopicAccessError(s)) stats_.blocked_topic = record.topic;
+      return s;
+    }
     // The producer's queue is full: serve reports until it drains, and keep
     // PostgreSQL informed meanwhile. The record stays tracked, so stopping
     // here is safe: its transaction is never confirmed.
@@ -253,9 +257,16 @@ void Relay::OnDelivery(const DeliveryReport& report) {
   if (!delivery_error_.ok()) return;  // already winding down
   if (!absl::IsInvalidArgument(report.status)) {
     // Transient (timeout, purge): restart from the slot; the slot's
-    // position never passed this event, so it is read again.
+    // position never passed this event, so it is read again. A missing
+    // topic or ACL likewise, under its own code: the supervisor waits for
+    // it (it is not the event's fault, so never poison).
     tracker_.Failed(report.ticket).IgnoreError();
-    delivery_error_ = absl::UnavailableError(what);
+    if (IsTopicAccessError(report.status)) {
+      stats_.blocked_topic = std::string(report.record.topic);
+      delivery_error_ = absl::Status(report.status.code(), what);
+    } else {
+      delivery_error_ = absl::UnavailableError(what);
+    }
     return;
   }
   if (!options_.dead_letter || to_dlq) {
@@ -414,11 +425,16 @@ absl::Status Relay::Shutdown(absl::Status result) {
     // a poison row, whatever ended the loop. Its own report, served now,
     // names the event; the producer's message names only its partition.
     for (int i = 0; i < kRefusalReportPolls && sink_->outstanding() > 0 &&
-                    !absl::IsInvalidArgument(delivery_error_);
+                    !absl::IsInvalidArgument(delivery_error_) &&
+                    !IsTopicAccessError(delivery_error_);
          ++i) {
       sink_->Poll(kShutdownFlushSliceMs);
     }
-    if (absl::IsInvalidArgument(delivery_error_) && !absl::IsDataLoss(result)) {
+    if (IsTopicAccessError(delivery_error_) && !absl::IsDataLoss(result)) {
+      // The refusal was a missing ACL or topic: waited for, not poison.
+      result = delivery_error_;
+    } else if (absl::IsInvalidArgument(delivery_error_) &&
+               !absl::IsDataLoss(result)) {
       result = delivery_error_;
     } else if (!absl::IsInvalidArgument(result) && !absl::IsDataLoss(result)) {
       result = h;

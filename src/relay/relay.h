@@ -36,6 +36,11 @@
 //                       transient reason, or (exactly once) Kafka refused
 //                       a record inside a transaction, or the policy was
 //                       fenced: reconnect from the slot
+//   PermissionDenied    Kafka refused a record for a missing ACL, or
+//   NotFound            for a topic that does not exist: not poison, the
+//                       session ends like Unavailable (nothing past it is
+//                       confirmed) and the supervisor waits for the ACL or
+//                       topic (stats().blocked_topic names it)
 //   Internal            the producer hit a fatal error: rebuild it
 //   DataLoss            a record the decoder cannot read (LSN in message)
 //   InvalidArgument     a poison row under on_invalid=halt (event id, LSN),
@@ -129,6 +134,9 @@ struct RelayStats {
   int64_t inflight_bytes = 0;
   int64_t confirmed_commit_time_us = 0;
   bool backpressured = false;
+  // The topic whose missing ACL or absence ended the session
+  // (PermissionDenied / NotFound); empty otherwise.
+  std::string blocked_topic;
 };
 
 // What a session's memory is proportional to (Relay::footprint()). Reading

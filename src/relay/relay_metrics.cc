@@ -109,6 +109,17 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
                "Unsafe failover settings the last readiness check found (each "
                "logged as a warning).");
   SetFailoverProblems(std::nullopt);
+  auto& blocked =
+      prometheus::BuildGauge()
+          .Name("outbox_relay_kafka_blocked")
+          .Help(
+              "1 while the relay waits for Kafka to let it write a topic: "
+              "a missing ACL (reason authorization) or a topic that does "
+              "not exist (reason unknown_topic). Nothing past the refused "
+              "event is confirmed; the relay retries by itself.")
+          .Register(r);
+  kafka_blocked_authorization_ = &blocked.Add({{"reason", "authorization"}});
+  kafka_blocked_unknown_topic_ = &blocked.Add({{"reason", "unknown_topic"}});
   messages_ignored_ = NewCounter(
       r, "outbox_relay_nontransactional_messages_total",
       "Non-transactional logical messages under outbox.messages.prefix, "
@@ -163,7 +174,19 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
 
 RelayMetrics::~RelayMetrics() = default;
 
+void RelayMetrics::SetKafkaBlocked(bool authorization,
+                                   absl::string_view topic) {
+  kafka_blocked_authorization_->Set(authorization ? 1 : 0);
+  kafka_blocked_unknown_topic_->Set(authorization ? 0 : 1);
+  kafka_blocked_topic_ = std::string(topic);
+}
+
 void RelayMetrics::OnDelivered(absl::string_view topic, int64_t value_bytes) {
+  if (!kafka_blocked_topic_.empty() && topic == kafka_blocked_topic_) {
+    kafka_blocked_topic_.clear();
+    kafka_blocked_authorization_->Set(0);
+    kafka_blocked_unknown_topic_->Set(0);
+  }
   auto it = topics_.find(topic);
   if (it == topics_.end()) {
     std::string name(topic);

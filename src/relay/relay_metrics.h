@@ -133,6 +133,11 @@ class RelayMetrics {
   void SetTrackedEvents(int64_t events);
   // Supervisor thread.
   void OnReconnect();
+  // Supervisor thread (the relay's too): a session ended on a missing
+  // Kafka ACL (`authorization`) or topic (else): outbox_relay_kafka_blocked
+  // {reason="authorization"|"unknown_topic"} is 1 until a record is
+  // delivered to `topic` again (OnDelivered), which the alert waits for.
+  void SetKafkaBlocked(bool authorization, absl::string_view topic);
   // Slot monitor thread.
   void SetSlot(const SlotStatus& slot);
   void OnSlotMonitorError();
@@ -217,6 +222,9 @@ class RelayMetrics {
   prometheus::Gauge* slot_active_;
   prometheus::Gauge* failover_ready_;
   prometheus::Gauge* failover_problems_;
+  prometheus::Gauge* kafka_blocked_authorization_;
+  prometheus::Gauge* kafka_blocked_unknown_topic_;
+  std::string kafka_blocked_topic_;  // relay thread; "" when not blocked
   prometheus::Counter* messages_ignored_;
   prometheus::Counter* updates_ignored_;
   prometheus::Counter* heartbeats_emitted_;

@@ -249,7 +249,7 @@ absl::Status SlotMarker::CheckCreate(const ServerInfo& server) {
                        FormatLsn(m.confirmed), ")");
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      where, ": ", LostEventsAndFix(slot_, m.confirmed, true, path_), ack));
+      where, ": ", LostEventsAndFix(slot_, {}, m.confirmed, true, path_), ack));
 }
 
 absl::Status SlotMarker::Record(const ServerInfo& server) {

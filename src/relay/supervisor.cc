@@ -18,6 +18,7 @@
 #include "kafka/checkpoint_topic.h"
 #include "kafka/rdkafka_sink.h"
 #include "kafka/state_topic.h"
+#include "kafka/topic_admin.h"
 #include "outbox/status_macros.h"
 #include "pg/failover_readiness.h"
 #include "pg/libpq_replication_stream.h"
@@ -54,7 +55,7 @@ absl::StatusOr<std::unique_ptr<OutputPlugin>> MakePlugin(const Config& config,
                                                          const Router& router) {
   PluginOptions o;
   for (const auto& t : router.RequiredColumns()) {
-    o.tables.push_back({t.schema, t.table});
+    o.tables.push_back({t.schema, t.table, t.columns});
   }
   o.publication = config.postgres.publication;
   o.create_publication = config.postgres.create_publication;
@@ -127,6 +128,48 @@ constexpr std::chrono::seconds kFailoverRecheckInterval{10};
 void RecordError(RelayMetrics* metrics, absl::string_view what,
                  const absl::Status& s) {
   if (metrics != nullptr) metrics->daemon_status().SetLastError(what, s);
+}
+
+// The one line for a session that ended on a missing ACL or topic
+// (IsTopicAccessError): what is missing and how it resumes.
+std::string KafkaBlockedState(const absl::Status& s, absl::string_view topic) {
+  const std::string t =
+      topic.empty() ? "an event topic" : absl::StrCat("topic ", topic);
+  if (absl::IsPermissionDenied(s)) {
+    return absl::StrCat(
+        "waiting for a Kafka ACL: the relay's principal may not write ", t,
+        " (grant it WRITE and DESCRIBE on the topic); nothing past the "
+        "refused event is confirmed, and the relay retries by itself");
+  }
+  return absl::StrCat(
+      "waiting for Kafka ", t,
+      " to exist (create it, or set kafka.topic_creation.enable); nothing "
+      "past the refused event is confirmed, and the relay retries by itself");
+}
+
+// kafka.topic_creation: creates `topic`, which Kafka said does not exist,
+// with the configured partitions, replication factor and configs; logs it.
+absl::Status CreateMissingTopic(const KafkaOptions& kafka,
+                                const KafkaConfig& config,
+                                const std::string& topic, int timeout_ms) {
+  ASSIGN_OR_RETURN(std::unique_ptr<TopicAdmin> admin,
+                   TopicAdmin::Create(kafka));
+  NewTopicSpec spec;
+  spec.partitions = static_cast<int>(config.topic_creation.partitions);
+  spec.replication_factor =
+      static_cast<int>(config.topic_creation.replication_factor);
+  spec.configs = config.topic_creation.configs;
+  absl::Status s = admin->CreateTopic(topic, spec, timeout_ms);
+  if (!s.ok()) {
+    Log(Severity::kWarn, "cannot create the missing topic",
+        {{"topic", topic}, {"error", std::string(s.message())}});
+    return s;
+  }
+  Log(Severity::kInfo, "created the missing topic (kafka.topic_creation)",
+      {{"topic", topic},
+       {"partitions", absl::StrCat(spec.partitions)},
+       {"replication_factor", absl::StrCat(spec.replication_factor)}});
+  return absl::OkStatus();
 }
 
 // For the status page: the PostgreSQL and Kafka connection states.
@@ -384,7 +427,11 @@ class RelaySupervisor {
       if (end.ok()) break;
       if (exit_code_) return lifecycle_.Stop(*exit_code_);
       if (metrics_ != nullptr) metrics_->OnReconnect();
-      lifecycle_.RetryAfter("PostgreSQL", end, IsSlotInUse(end));
+      lifecycle_.RetryAfter(
+          blocked_state_.empty() ? "PostgreSQL" : "Kafka", end,
+          IsSlotInUse(end),
+          blocked_state_.empty() ? kNoKafkaProducer : blocked_state_);
+      blocked_state_.clear();
     }
     return lifecycle_.Stop(kExitOk);
   }
@@ -621,8 +668,39 @@ class RelaySupervisor {
     if (absl::IsInvalidArgument(s)) return Exit(kExitHalted, s);
     if (absl::IsDataLoss(s)) return Exit(kExitStream, s);
     if (absl::IsFailedPrecondition(s)) return Exit(kExitPrecondition, s);
-    // Transient: a session that made progress resets the backoff.
-    if (st.events_delivered > 0 || st.status_updates > 1) {
+    // A missing ACL or topic: not the event's fault, so never poison. The
+    // next session tries again from the slot; until then nothing past the
+    // refused event is confirmed.
+    if (absl::IsNotFound(s) && config_.kafka.topic_creation.enable &&
+        !st.blocked_topic.empty()) {
+      absl::Status created =
+          CreateMissingTopic(kafka_, config_.kafka, st.blocked_topic,
+                             static_cast<int>(config_.kafka.flush_timeout_ms));
+      if (created.ok()) {
+        lifecycle_.Progressed();  // the next session produces to it: soon
+        return s;
+      }
+      s = created;  // says why; waited for like the topic itself
+      if (!IsTopicAccessError(s)) s = absl::NotFoundError(created.message());
+    }
+    const bool blocked = IsTopicAccessError(s);
+    if (blocked) {
+      blocked_state_ = KafkaBlockedState(s, st.blocked_topic);
+      if (metrics_ != nullptr) {
+        metrics_->SetKafkaBlocked(absl::IsPermissionDenied(s),
+                                  st.blocked_topic);
+      }
+      RecordError(metrics_, "", absl::Status(s.code(), blocked_state_));
+      if (blocked_state_ != last_blocked_) {
+        Log(Severity::kWarn, blocked_state_,
+            {{"error", std::string(s.message())}});
+        last_blocked_ = blocked_state_;
+      }
+    }
+    // Transient: a session that made progress resets the backoff (not one
+    // that ends at the same missing ACL or topic again: those retries
+    // slow down, each one publishing again what came before the refusal).
+    if (!blocked && (st.events_delivered > 0 || st.status_updates > 1)) {
       lifecycle_.Progressed();
     }
     return s;
@@ -645,6 +723,10 @@ class RelaySupervisor {
   Lifecycle lifecycle_;
   std::optional<int> exit_code_;
   const char* waiting_for_ = "PostgreSQL";  // what the last attempt met
+  // A missing ACL or topic ended the last session: the Kafka state until
+  // the next one (KafkaBlockedState), and the last one logged.
+  std::string blocked_state_;
+  std::string last_blocked_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<OutputPlugin> plugin_;
   std::unique_ptr<MessageRouter> message_router_;

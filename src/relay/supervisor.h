@@ -13,6 +13,11 @@
 //                     (also a missing slot the relay streamed from
 //                     before, see SlotMarker, and a slot the server
 //                     invalidated)
+//   PermissionDenied / NotFound  Kafka refused a topic (a missing ACL, a
+//                     topic that does not exist): log it once, set
+//                     outbox_relay_kafka_blocked and the status page's
+//                     last error, retry with growing backoff (after
+//                     creating the topic, under kafka.topic_creation)
 //   InvalidArgument   a poison row under on_invalid=halt: kExitHalted
 //   DataLoss          an undecodable stream record or a malformed
 //                     replication message: kExitStream

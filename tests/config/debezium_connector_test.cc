@@ -276,3 +276,48 @@ TEST(DebeziumConnectorTest, PropertiesSyntax) {
 
 }  // namespace
 }  // namespace outbox
+
+namespace outbox {
+namespace {
+
+// Issue 23 item 9: Kafka Connect's topic creation becomes
+// kafka.topic_creation (was refused as having no counterpart).
+TEST(DebeziumConnectorTest, TopicCreationDefaultsBecomeKafkaTopicCreation) {
+  auto t = TranslateDebeziumConnector(
+      std::string(kBenchConnector) +
+      "topic.creation.default.partitions=6\n"
+      "topic.creation.default.replication.factor=3\n"
+      "topic.creation.default.cleanup.policy=compact\n"
+      "topic.creation.default.retention.ms=604800000\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  Config c = Load(*t);
+  EXPECT_TRUE(c.kafka.topic_creation.enable);
+  EXPECT_EQ(c.kafka.topic_creation.partitions, 6);
+  EXPECT_EQ(c.kafka.topic_creation.replication_factor, 3);
+  EXPECT_EQ(c.kafka.topic_creation.configs,
+            (std::map<std::string, std::string>{
+                {"cleanup.policy", "compact"}, {"retention.ms", "604800000"}}));
+  EXPECT_THAT(t->yaml, HasSubstr("# topic.creation.default.cleanup.policy"));
+  // Without both counts Connect creates nothing: neither does the relay.
+  auto half = TranslateDebeziumConnector(
+      std::string(kBenchConnector) + "topic.creation.default.partitions=6\n");
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_FALSE(Load(*half).kafka.topic_creation.enable);
+  // Groups (per-topic regexes) are refused, by name, in one line.
+  auto groups = TranslateDebeziumConnector(
+      std::string(kBenchConnector) +
+      "topic.creation.default.partitions=1\n"
+      "topic.creation.default.replication.factor=1\n"
+      "topic.creation.groups=big\n"
+      "topic.creation.big.include=outbox\\\\.event\\\\..*\n");
+  ASSERT_FALSE(groups.ok());
+  EXPECT_THAT(groups.status().message(),
+              HasSubstr("topic.creation.groups=big has no counterpart"));
+  EXPECT_THAT(groups.status().message(),
+              HasSubstr("no counterpart for topic.creation.big.include"));
+  EXPECT_EQ(std::string(groups.status().message()).find('\n'),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace outbox

@@ -11,6 +11,7 @@ namespace outbox::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class MessageOnlyE2ETest : public MessageOutboxTest {
  protected:
@@ -161,8 +162,29 @@ TEST_P(PublicationE2ETest, APublicationOfOtherTablesIsRefused) {
               HasSubstr(absl::StrCat("publication \"", publication_,
                                      "\" also publishes public.", orders_,
                                      ", which is not an outbox table")));
-  EXPECT_THAT(relay_->Output(), HasSubstr("CREATE PUBLICATION " + publication_ +
-                                          " WITH (publish = 'insert')"));
+  // Statements that can run (issue 23 item 14): dropping the table, or a
+  // publication under a new name, never CREATE PUBLICATION of the same one.
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("run ALTER PUBLICATION " + publication_ +
+                        " DROP TABLE public." + orders_ + ";"));
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("CREATE PUBLICATION " + publication_ +
+                        "_outbox WITH (publish = 'insert');"));
+  EXPECT_THAT(relay_->Output(),
+              Not(HasSubstr("CREATE PUBLICATION " + publication_ + " ")));
+}
+
+TEST_P(PublicationE2ETest, AForAllTablesPublicationGetsANewNameNotAnAlter) {
+  db_->Exec("CREATE PUBLICATION " + publication_ + " FOR ALL TABLES");
+  StartRelay();
+  EXPECT_EQ(relay_->Wait(30000), 3) << relay_->Output();
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("(the publication is FOR ALL TABLES): create a "
+                        "publication of the outbox tables only and set "
+                        "postgres.publication to it: CREATE PUBLICATION " +
+                        publication_ + "_outbox WITH (publish = 'insert');"));
+  EXPECT_THAT(relay_->Output(), Not(HasSubstr("DROP TABLE")));
+  db_->Exec("DROP PUBLICATION " + publication_);
 }
 
 INSTANTIATE_TEST_SUITE_P(PgOutput, PublicationE2ETest,

@@ -30,8 +30,9 @@ TEST(SlotLossTest, RecognisesTheServersInvalidationErrors) {
 }
 
 TEST(SlotLossTest, InvalidatedMessageNamesSlotLsnAndFix) {
-  std::string msg = SlotInvalidatedMessage("outbox_relay", 0x16B3748, true,
-                                           "wal_status is 'lost'");
+  std::string msg =
+      SlotInvalidatedMessage("outbox_relay", {"wal2json", ""}, 0x16B3748, true,
+                             "wal_status is 'lost'");
   EXPECT_THAT(msg, AllOf(HasSubstr("replication slot \"outbox_relay\" was "
                                    "invalidated"),
                          HasSubstr("[wal_status is 'lost']"),
@@ -46,18 +47,35 @@ TEST(SlotLossTest, InvalidatedMessageNamesSlotLsnAndFix) {
 }
 
 TEST(SlotLossTest, WithoutCreateSlotTheFixIsToCreateItByHand) {
-  std::string fix = LostEventsAndFix("s", 0x10, false, "/m/s.slot");
+  std::string fix =
+      LostEventsAndFix("s", {"wal2json", ""}, 0x10, false, "/m/s.slot");
   EXPECT_THAT(fix, AllOf(HasSubstr("pg_create_logical_replication_slot('s', "
                                    "'wal2json')"),
+                         Not(HasSubstr("publication")),
                          Not(HasSubstr("acknowledge_slot_loss")),
                          Not(HasSubstr("/m/s.slot"))));
-  EXPECT_THAT(LostEventsAndFix("s", 0x10, true, "/m/s.slot"),
+  EXPECT_THAT(LostEventsAndFix("s", {"wal2json", ""}, 0x10, true, "/m/s.slot"),
               HasSubstr("(or delete /m/s.slot)"));
+}
+
+// Issue 23 item 7: the slot to create by hand is one of the configured
+// plugin, never wal2json for a pgoutput relay, and names its publication.
+TEST(SlotLossTest, TheSlotToCreateByHandUsesTheConfiguredPlugin) {
+  std::string fix =
+      LostEventsAndFix("s", {"pgoutput", "outbox_pub"}, 0x10, false, "");
+  EXPECT_THAT(fix, AllOf(HasSubstr("pg_create_logical_replication_slot('s', "
+                                   "'pgoutput')"),
+                         HasSubstr("publication \"outbox_pub\""),
+                         Not(HasSubstr("wal2json"))));
+  EXPECT_THAT(SlotInvalidatedMessage("s", {"pgoutput", "outbox_pub"}, 0x10,
+                                     false, "lost"),
+              AllOf(HasSubstr("'pgoutput'"), Not(HasSubstr("wal2json"))));
 }
 
 TEST(SlotLossTest, TheFixNamesTheRepublishCommandAfterTheNewSlot) {
   for (bool can_create : {true, false}) {
-    std::string fix = LostEventsAndFix("s", 0x10, can_create, "");
+    std::string fix =
+        LostEventsAndFix("s", {"wal2json", ""}, 0x10, can_create, "");
     size_t slot = fix.find(can_create ? "acknowledge_slot_loss=0/10"
                                       : "pg_create_logical_replication_slot");
     size_t republish =

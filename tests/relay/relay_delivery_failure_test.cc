@@ -111,6 +111,57 @@ TEST_F(RelayTest, ProducerStoppedAtARefusedRecordHaltsEvenWithoutItsReport) {
   EXPECT_LE(stream_.last_flushed(), script_.commit_of(a[0]));
 }
 
+// Issue 23 item 8: a missing ACL or topic is the topic's, not the event's.
+// Under dead_letter it is not dead-lettered (nor, under halt, a halt): the
+// session ends with its code, naming the topic, nothing past it confirmed.
+class TopicAccessTest : public RelayTest,
+                        public ::testing::WithParamInterface<bool> {};
+
+TEST_P(TopicAccessTest, AMissingAclOrTopicIsNeitherDeadLetteredNorPoison) {
+  // Under dead_letter a missing ACL, under halt a missing topic.
+  options_.dead_letter = GetParam();
+  const absl::Status refusal =
+      GetParam() ? absl::PermissionDeniedError("Topic authorization failed")
+                 : absl::NotFoundError("Unknown topic or partition");
+  auto a = script_.Txn(1);
+  auto b = script_.Txn(1);
+  absl::Status s = Run([&] {
+    if (sink_.produced().size() == 2) {
+      Deliver(0);
+      Deliver(1, refusal);
+    }
+  });
+  EXPECT_EQ(s.code(), refusal.code()) << s;
+  EXPECT_THAT(s.message(), HasSubstr(b[0]));
+  EXPECT_EQ(stats_.blocked_topic, sink_.produced()[1].topic);
+  EXPECT_EQ(sink_.produced().size(), 2u);  // no dead letter
+  EXPECT_EQ(sink_.purges(), 1);
+  EXPECT_EQ(stream_.last_flushed(), script_.commit_of(a[0]) + 0x30);
+}
+
+INSTANTIATE_TEST_SUITE_P(DeadLetterOrHalt, TopicAccessTest, ::testing::Bool());
+
+// The same refusal when the producer stopped at it (gapless, under halt):
+// waited for, not a halt.
+TEST_F(RelayTest, AProducerStoppedAtAMissingAclDoesNotHalt) {
+  auto a = script_.Txn(1);
+  auto b = script_.Txn(1);
+  bool stopped = false;
+  absl::Status s = Run([&] {
+    if (!stopped && sink_.produced().size() == 2) {
+      Deliver(0);
+      sink_.set_health(absl::InvalidArgumentError(
+          "Kafka refused a record permanently and the producer stopped"));
+      stopped = true;
+    } else if (stopped) {
+      Deliver(1, absl::PermissionDeniedError("Topic authorization failed"));
+    }
+  });
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(b[0]));
+  EXPECT_EQ(stream_.last_flushed(), script_.commit_of(a[0]) + 0x30);
+}
+
 TEST_F(RelayTest, FailureDuringTheFinalFlushStopsItAndPurges) {
   auto a = script_.Txn(1);
   auto b = script_.Txn(1);

@@ -43,30 +43,34 @@ absl::StatusOr<std::unique_ptr<OutputPlugin>> PgOutputPlugin::Create(
   return std::unique_ptr<OutputPlugin>(new PgOutputPlugin(options));
 }
 
-std::string PgOutputPlugin::CreatePublicationSql() const {
+std::string PgOutputPlugin::TableList() const {
   std::vector<std::string> tables;
   for (const auto& t : options_.tables) {
     tables.push_back(
         absl::StrCat(QuoteIdent(t.schema), ".", QuoteIdent(t.name)));
   }
+  return absl::StrJoin(tables, ", ");
+}
+
+std::string PgOutputPlugin::CreatePublicationSql(
+    absl::string_view publication) const {
   // No outbox table (the tableless outbox alone): a publication of no
   // table, which publishes no row; messages need none.
   return absl::StrCat(
-      "CREATE PUBLICATION ", QuoteIdent(options_.publication),
-      tables.empty() ? ""
-                     : absl::StrCat(" FOR TABLE ", absl::StrJoin(tables, ", ")),
+      "CREATE PUBLICATION ",
+      QuoteIdent(publication.empty() ? options_.publication : publication),
+      options_.tables.empty() ? "" : absl::StrCat(" FOR TABLE ", TableList()),
       " WITH (publish = ", PublishOption(), ")");
 }
 
 absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
                                      const PluginServer& server) {
-  (void)server;
   RETURN_IF_ERROR(CheckOutputPluginAllowed(conn, name()));
   const std::string pub = conn.Literal(options_.publication);
   ASSIGN_OR_RETURN(
       PgResult found,
-      conn.Query(absl::StrCat("SELECT pubinsert, pubupdate FROM "
-                              "pg_catalog.pg_publication WHERE pubname = ",
+      conn.Query(absl::StrCat("SELECT pubinsert, pubupdate, puballtables "
+                              "FROM pg_catalog.pg_publication WHERE pubname = ",
                               pub)));
   if (PgConnection::Rows(found) == 0) {
     std::string sql = CreatePublicationSql();
@@ -105,6 +109,7 @@ absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
         ": run ALTER PUBLICATION ", QuoteIdent(options_.publication),
         " SET (publish = ", PublishOption(), ");"));
   }
+  const bool all_tables = PgConnection::Value(found, 0, 2) == "t";
   ASSIGN_OR_RETURN(
       PgResult covered,
       conn.Query(absl::StrCat("SELECT schemaname, tablename FROM "
@@ -125,18 +130,109 @@ absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
           ".", QuoteIdent(t.name), ";"));
     }
   }
-  if (!have.empty()) {
-    // Every row it publishes would be taken for an outbox event and, not
-    // being one, halt the relay or fill the dead-letter topic.
-    const auto& [schema, table] = *have.begin();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "publication \"", options_.publication, "\" also publishes ", schema,
-        ".", table,
-        have.size() > 1 ? absl::StrCat(" and ", have.size() - 1, " more")
+  if (!have.empty()) return RefuseOtherTables(conn, all_tables, have);
+  // PostgreSQL 15+ publications can filter rows and columns; 14 has
+  // neither (nor the view's columns that show them).
+  if (server.version_num >= 150000) return CheckFilters(conn);
+  return absl::OkStatus();
+}
+
+absl::Status PgOutputPlugin::RefuseOtherTables(
+    PgConnection& conn, bool all_tables,
+    const std::set<std::pair<std::string, std::string>>& others) const {
+  // Every row it publishes would be taken for an outbox event and, not
+  // being one, halt the relay or fill the dead-letter topic.
+  const auto& [schema, table] = *others.begin();
+  std::string refusal = absl::StrCat(
+      "publication \"", options_.publication, "\" also publishes ", schema, ".",
+      table,
+      others.size() > 1 ? absl::StrCat(" and ", others.size() - 1, " more")
                         : std::string(),
-        ", which is not an outbox table: use a publication of the outbox "
-        "tables only (",
-        CreatePublicationSql(), ") under another postgres.publication name"));
+      ", which is not an outbox table");
+  // A publication made under another name always works. Dropping the other
+  // tables works only for tables listed one by one: not FOR ALL TABLES, not
+  // FOR TABLES IN SCHEMA (PostgreSQL 15+).
+  const std::string new_name = absl::StrCat(options_.publication, "_outbox");
+  const std::string create = absl::StrCat(
+      "create a publication of the outbox tables only and set "
+      "postgres.publication to it: ",
+      CreatePublicationSql(new_name), ";");
+  bool listed = !all_tables;
+  if (listed) {
+    ASSIGN_OR_RETURN(
+        PgResult rel,
+        conn.Query(absl::StrCat(
+            "SELECT n.nspname, c.relname FROM pg_catalog.pg_publication_rel r "
+            "JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid "
+            "JOIN pg_catalog.pg_class c ON c.oid = r.prrelid "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE p.pubname = ",
+            conn.Literal(options_.publication))));
+    std::set<std::pair<std::string, std::string>> explicit_tables;
+    for (int i = 0; i < PgConnection::Rows(rel); ++i) {
+      explicit_tables.emplace(PgConnection::Value(rel, i, 0),
+                              PgConnection::Value(rel, i, 1));
+    }
+    for (const auto& t : others) listed = listed && explicit_tables.count(t);
+  }
+  if (!listed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        refusal, " (the publication is ",
+        all_tables ? "FOR ALL TABLES" : "FOR TABLES IN SCHEMA", "): ", create));
+  }
+  std::vector<std::string> drop;
+  for (const auto& [s, t] : others) {
+    drop.push_back(absl::StrCat(QuoteIdent(s), ".", QuoteIdent(t)));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      refusal, ": run ALTER PUBLICATION ", QuoteIdent(options_.publication),
+      " DROP TABLE ", absl::StrJoin(drop, ", "),
+      "; or, if another subscriber needs those tables, ", create));
+}
+
+absl::Status PgOutputPlugin::CheckFilters(PgConnection& conn) const {
+  // One row per published column of each outbox table, with its row filter.
+  ASSIGN_OR_RETURN(
+      PgResult cols,
+      conn.Query(absl::StrCat(
+          "SELECT t.schemaname, t.tablename, t.rowfilter, a FROM "
+          "pg_catalog.pg_publication_tables t, unnest(t.attnames) a WHERE "
+          "t.pubname = ",
+          conn.Literal(options_.publication))));
+  // A row filter or a column list on one table: SET TABLE names every
+  // outbox table without either, and the publication holds nothing else.
+  const std::string fix =
+      absl::StrCat(": run ALTER PUBLICATION ", QuoteIdent(options_.publication),
+                   " SET TABLE ", TableList(), ";");
+  for (const auto& t : options_.tables) {
+    std::set<std::string> published;
+    for (int i = 0; i < PgConnection::Rows(cols); ++i) {
+      if (PgConnection::Value(cols, i, 0) != t.schema ||
+          PgConnection::Value(cols, i, 1) != t.name) {
+        continue;
+      }
+      if (!PgConnection::IsNull(cols, i, 2)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "publication \"", options_.publication, "\" filters the rows of ",
+            t.schema, ".", t.name, " (WHERE ", PgConnection::Value(cols, i, 2),
+            "): the events it rejects would never reach Kafka, with nothing "
+            "in the stream to say so",
+            fix));
+      }
+      published.insert(PgConnection::Value(cols, i, 3));
+    }
+    std::vector<std::string> missing;
+    for (const std::string& c : t.columns) {
+      if (!published.count(c)) missing.push_back(c);
+    }
+    if (!missing.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "publication \"", options_.publication, "\" has a column list on ",
+          t.schema, ".", t.name, " without ", absl::StrJoin(missing, ", "),
+          ", which the outbox mapping reads: those events would arrive "
+          "without them",
+          fix));
+    }
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,55 @@
+// Topic administration over a short-lived admin client: creating a topic
+// (the exactly-once checkpoint topic, kafka/checkpoint_topic.h, and missing
+// event topics under kafka.topic_creation, docs/operations/topics.md).
+//
+// TopicAdmin is a producer that never produces, built from the relay's
+// Kafka options (TLS and SASL included). Includes rdkafka.h for that only.
+// Threading: one thread at a time; each call blocks up to its timeout.
+#ifndef OUTBOX_KAFKA_TOPIC_ADMIN_H_
+#define OUTBOX_KAFKA_TOPIC_ADMIN_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kafka/rdkafka_sink.h"
+
+struct rd_kafka_s;
+
+namespace outbox {
+
+// What a new topic gets. -1: the broker's default (num.partitions,
+// default.replication.factor).
+struct NewTopicSpec {
+  int partitions = -1;
+  int replication_factor = -1;
+  std::map<std::string, std::string> configs;  // topic configs
+};
+
+class TopicAdmin {
+ public:
+  // InvalidArgument names a property librdkafka rejected.
+  static absl::StatusOr<std::unique_ptr<TopicAdmin>> Create(
+      const KafkaOptions& options);
+  ~TopicAdmin();
+  TopicAdmin(const TopicAdmin&) = delete;
+  TopicAdmin& operator=(const TopicAdmin&) = delete;
+
+  // Creates `topic` as `spec` says. OK when created, and when it exists
+  // already (someone else was first). Unavailable when Kafka did not
+  // answer within timeout_ms; PermissionDenied (the broker's words) when it
+  // refused: an ACL, a policy, a replication factor above the brokers.
+  absl::Status CreateTopic(const std::string& topic, const NewTopicSpec& spec,
+                           int timeout_ms);
+
+  rd_kafka_s* handle() const { return rk_; }
+
+ private:
+  explicit TopicAdmin(rd_kafka_s* rk) : rk_(rk) {}
+  rd_kafka_s* rk_;
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_KAFKA_TOPIC_ADMIN_H_
