@@ -58,6 +58,10 @@ std::vector<ConfigKey> BuildKeys() {
              "libpq conninfo string or URI of the database holding the outbox; "
              "empty uses libpq's PG* environment variables")
           .Secret());
+  add(Global("postgres.password_file", G(postgres.password_file),
+             "file holding the password for postgres.conninfo (a mounted "
+             "secret), read at start; trailing newlines are dropped; "
+             "postgres.conninfo must not hold a password itself"));
   add(Global(
       "postgres.slot", G(postgres.slot),
       "logical replication slot name (lowercase letters, digits, underscore)"));
@@ -91,6 +95,10 @@ std::vector<ConfigKey> BuildKeys() {
              "hosts of a multi-host postgres.conninfo: a libpq conninfo "
              "(host=a,b port=p,q for several); empty: none")
           .Secret());
+  add(Global("postgres.standby_password_file",
+             G(postgres.standby_password_file),
+             "file holding the password for postgres.standby_conninfo, read "
+             "at start, as postgres.password_file"));
   add(Global("postgres.state_dir", G(postgres.state_dir),
              "directory for the slot marker, which records the slot the relay "
              "streamed from so a dropped slot is not silently created anew; "
@@ -260,7 +268,9 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("kafka.properties", G(kafka.properties),
              "librdkafka producer properties passed through verbatim "
              "(security.protocol, sasl.*, ssl.*, linger.ms, ...); entries "
-             "merge with the defaults shown, an empty value removes one"));
+             "merge with the defaults shown, an empty value removes one; "
+             "NAME_file: a file whose content is property NAME, read at "
+             "start (sasl.password_file, ssl.key.password_file, ...)"));
   add(Global("kafka.send_when_idle", G(kafka.send_when_idle),
              "once everything readable is produced, send what the producer "
              "holds at once instead of waiting out linger.ms: low latency at "

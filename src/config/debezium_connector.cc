@@ -111,6 +111,7 @@ std::string Quote(absl::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out.push_back('\\');
+    if (c == '$') out.push_back('$');  // $$: no ${VAR} expansion
     out.push_back(c);
   }
   return out + "\"";

@@ -443,6 +443,14 @@ kafka:
           "postgresql://relay:****@db:5432/app?sslmode=require&password=****"));
   c.postgres.conninfo = "password = x  host=h";
   EXPECT_THAT(c.Redacted(), HasSubstr("password = ****  host=h"));
+  // The client key's passphrase too (issue 24).
+  c.postgres.conninfo = "host=h sslkey=k.key sslpassword=KEYPASS";
+  EXPECT_THAT(c.Redacted(), HasSubstr("sslkey=k.key sslpassword=****"));
+  c.postgres.conninfo =
+      "postgresql://db/app?sslpassword=KEYPASS&sslmode=verify-full";
+  EXPECT_THAT(c.Redacted(), HasSubstr("?sslpassword=****&sslmode=verify-full"));
+  c.postgres.standby_conninfo = "host=s password=STANDBYPW";
+  EXPECT_THAT(c.Redacted(), Not(HasSubstr("STANDBYPW")));
 }
 
 TEST(ConfigTest, HelpTextMentionsEveryKeyAndDefault) {
@@ -478,7 +486,7 @@ outbox:
   tombstone_on_empty_payload: true
   on_update: warn
   topic_regex: "(?<routedByValue>.*)"
-  topic_replacement: "outbox.${routedByValue}.events"
+  topic_replacement: "outbox.$${routedByValue}.events"
   schema_version_column: schema_version
 )yaml");
   EXPECT_EQ(c.outbox.compatibility, Compatibility::kDebezium);
