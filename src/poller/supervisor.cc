@@ -93,6 +93,7 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
   const PollerOptions poller_options = MakePollerOptions(config);
   int64_t backoff = config.postgres.reconnect_backoff_initial_ms;
   std::string last_wait;
+  bool producer_logged = false;  // once per process
   while (!stop.load()) {
     SetStates(metrics, "connecting", kNoKafkaProducer);
     auto store = LibpqOutboxStore::Connect(store_options);
@@ -119,6 +120,12 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
     if (!sink.ok()) {
       Log(Severity::kError, std::string(sink.status().message()));
       return kExitUsage;
+    }
+    if (!producer_logged) {
+      producer_logged = true;
+      const auto& props = (*sink)->effective_properties();  // secrets masked
+      LogEntries(Severity::kInfo, "kafka producer",
+                 {props.begin(), props.end()});
     }
     std::vector<std::string> tables;
     for (const TableShape& t : (*store)->tables()) {

@@ -361,6 +361,7 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
   // dead-letter when the next session replays them.
   RefusedEvents refused;
   bool checkpoint_topic_checked = false;  // once per process
+  bool producer_logged = false;           // once per process
   std::unique_ptr<SlotMonitorThread> slot_monitor;
   if (metrics != nullptr || history != nullptr) {
     slot_monitor =
@@ -430,6 +431,12 @@ int RunRelay(const Config& config, const std::atomic<bool>& stop,
     if (!sink.ok()) {
       Log(Severity::kError, std::string(sink.status().message()));
       return kExitUsage;
+    }
+    if (!producer_logged) {
+      producer_logged = true;
+      const auto& props = (*sink)->effective_properties();  // secrets masked
+      LogEntries(Severity::kInfo, "kafka producer",
+                 {props.begin(), props.end()});
     }
     ServerIdentity identity{server.system_id, server.timeline, server.endpoint};
     if (first_session && previous_server.has_value() &&
