@@ -9,6 +9,15 @@
 #   scripts/kafka.sh restart DIR start a killed/stopped broker again on the
 #                                same port and data
 #
+# Extra listeners and settings, for tests of TLS and SASL (all optional; the
+# PLAINTEXT listener stays, and readiness is checked on it):
+#   OUTBOX_KAFKA_LISTENERS=NAME://127.0.0.1:PORT[,...]  added to listeners
+#       and advertised.listeners; each NAME maps to the protocol of the same
+#       name (SSL, SASL_SSL, ...) unless the properties below map it
+#   OUTBOX_KAFKA_PROPERTIES=FILE   appended to server.properties (ssl.*,
+#       sasl.*, listener.name.*; a later line wins)
+#   OUTBOX_KAFKA_FORMAT_ARGS       extra arguments of `StorageTool format`,
+#       one per line (e.g. --add-scram and its SCRAM-SHA-512=[...] value)
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
 # scripts/kafka/pom.xml) into $OUTBOX_CACHE/kafka/libs (OUTBOX_CACHE defaults
 # to .cache in the checkout; a git worktree has none of its own, so point it
@@ -51,15 +60,21 @@ launch() {
 }
 
 write_config() {
-  local port=$1 cport=$2
+  local port=$1 cport=$2 extra_listeners="" extra_map="" l
+  if [ -n "${OUTBOX_KAFKA_LISTENERS:-}" ]; then
+    extra_listeners=",$OUTBOX_KAFKA_LISTENERS"
+    for l in ${OUTBOX_KAFKA_LISTENERS//,/ }; do
+      extra_map="$extra_map,${l%%://*}:${l%%://*}"
+    done
+  fi
   cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport$extra_listeners
+advertised.listeners=PLAINTEXT://127.0.0.1:$port$extra_listeners
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$extra_map
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/data
 num.partitions=3
@@ -81,6 +96,9 @@ log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.kafka=INFO
 log4j.logger.org.apache.kafka=INFO
 L4J
+  if [ -n "${OUTBOX_KAFKA_PROPERTIES:-}" ]; then
+    cat "$OUTBOX_KAFKA_PROPERTIES" >>"$dir/server.properties"
+  fi
 }
 
 start() {
@@ -95,11 +113,15 @@ start() {
     echo "$port" >"$dir/port"
     write_config "$port" "$cport"
     rm -rf "$dir/data"
+    local format_args=()
+    if [ -n "${OUTBOX_KAFKA_FORMAT_ARGS:-}" ]; then
+      mapfile -t format_args <<<"$OUTBOX_KAFKA_FORMAT_ARGS"
+    fi
     java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
       kafka.tools.StorageTool format -t "$(java -cp "$LIBS/*" \
       -Dlog4j.configuration="file:$dir/log4j.properties" \
       kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)" \
-      -c "$dir/server.properties" >"$dir/format.log" 2>&1 ||
+      -c "$dir/server.properties" "${format_args[@]}" >"$dir/format.log" 2>&1 ||
       die "kafka storage format failed: $(tail -1 "$dir/format.log")"
     launch && break
     tries=$((tries + 1))

@@ -18,6 +18,7 @@ APT_PACKAGES=(
   librdkafka-dev libsimdjson-dev libabsl-dev libgtest-dev libgmock-dev
   libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev prometheus-cpp-dev
   kcat uuid-runtime procps curl
+  openssl  # certificates for the TLS tests (tls_servers.sh)
   chromium prometheus  # the status page test (headless) and a real scrape
 )
 # A JDK and Maven may come from elsewhere on the machine; Debian's otherwise.
