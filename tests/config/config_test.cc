@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "config/command_line.h"
 #include "config/config_keys.h"
+#include "config/load_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -32,22 +33,6 @@ std::string ErrorOf(absl::string_view yaml) {
   auto c = ParseConfigYaml(yaml, "relay.yaml");
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
   return std::string(c.status().message());
-}
-
-// Runs ParseCommandLine + LoadConfig on the given arguments.
-absl::StatusOr<Config> Load(std::vector<std::string> args) {
-  args.insert(args.begin(), "outbox-relay");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  auto cl = ParseCommandLine(static_cast<int>(argv.size()), argv.data());
-  if (!cl.ok()) return cl.status();
-  return LoadConfig(*cl);
-}
-
-std::string WriteFile(absl::string_view name, absl::string_view text) {
-  std::string path = absl::StrCat(::testing::TempDir(), "/", name);
-  std::ofstream(path) << text;
-  return path;
 }
 
 TEST(ConfigTest, Defaults) {

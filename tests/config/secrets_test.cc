@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "config/command_line.h"
 #include "config/config.h"
+#include "config/load_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,21 +19,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string WriteFile(absl::string_view name, absl::string_view text) {
-  std::string path = absl::StrCat(::testing::TempDir(), "/", name);
-  std::ofstream(path) << text;
-  return path;
-}
-
-absl::StatusOr<Config> Load(std::vector<std::string> args) {
-  args.insert(args.begin(), "outbox-relay");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  auto cl = ParseCommandLine(static_cast<int>(argv.size()), argv.data());
-  if (!cl.ok()) return cl.status();
-  return LoadConfig(*cl);
-}
 
 absl::StatusOr<Config> LoadYaml(absl::string_view yaml) {
   return Load({"--config", WriteFile("secrets.yaml", yaml)});

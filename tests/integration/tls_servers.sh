@@ -143,10 +143,6 @@ case $cmd in
       echo "OUTBOX_TLS_KEY_PASSWORD=$KEY_PASSWORD"
     } >"$dir/env"
     cat "$dir/env" ;;
-  stop)
-    [ -d "$dir" ] || exit 0
-    "$scripts/kafka.sh" stop "$dir/kafka" || true
-    "$scripts/pg.sh" stop "$dir/pg" || true
-    rm -rf "$dir" ;;
+  stop) "$here/servers.sh" stop "$dir" ;;  # the same DIR/pg, DIR/kafka
   *) die "usage: $0 start|stop DIR" ;;
 esac
