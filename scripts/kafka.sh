@@ -15,13 +15,18 @@
 #
 # Optional, for tests that need more than the PLAINTEXT listener (the
 # shared broker sets neither):
-#   OUTBOX_KAFKA_LISTENERS="SASL_PLAINTEXT ..."  extra listeners, each named
-#        after its security protocol, on a free loopback port of its own;
-#        'start' also prints OUTBOX_KAFKA_<NAME>_BROKERS=127.0.0.1:<port>
+#   OUTBOX_KAFKA_LISTENERS  extra listeners, separated by spaces or commas,
+#        each named after its security protocol (SSL, SASL_SSL, ...; the
+#        properties below may map it otherwise): NAME alone gets a free
+#        loopback port of its own ('start' also prints
+#        OUTBOX_KAFKA_<NAME>_BROKERS=127.0.0.1:<port>), NAME://127.0.0.1:PORT
+#        is taken as it is
 #   OUTBOX_KAFKA_PROPERTIES=FILE  lines appended to server.properties (a
-#        later key wins: an authorizer, SASL users, auto-create off, ...)
-# Both are remembered in DIR, so 'restart' brings the same broker back.
-#
+#        later key wins: an authorizer, SASL users, ssl.*, auto-create off)
+#   OUTBOX_KAFKA_FORMAT_ARGS  extra arguments of `StorageTool format`, one
+#        per line (e.g. --add-scram and its SCRAM-SHA-512=[...] value)
+# They are remembered in DIR, so 'restart' brings the same broker back; the
+# PLAINTEXT listener stays, and readiness is checked on it.
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
 # scripts/kafka/pom.xml) into $OUTBOX_CACHE/kafka/libs (OUTBOX_CACHE defaults
 # to .cache in the checkout; a git worktree has none of its own, so point it
@@ -63,14 +68,20 @@ launch() {
   wait_for 60 kcat -b "127.0.0.1:$port" -L -m 5 || return 1
 }
 
-# extra_listeners: for each name in OUTBOX_KAFKA_LISTENERS a free port
-# (DIR/port.<NAME>), and the three lines' additions: ",NAME://127.0.0.1:P"
-# for listeners and advertised.listeners, ",NAME:NAME" for the map.
+# extra_listeners: for each entry of OUTBOX_KAFKA_LISTENERS its port (a free
+# one for a bare NAME), kept in DIR/port.<NAME>, and the three lines'
+# additions: ",NAME://127.0.0.1:P" for listeners and advertised.listeners,
+# ",NAME:NAME" for the map.
 extra_listeners() {
   extra_l=""; extra_map=""
-  local name p
-  for name in ${OUTBOX_KAFKA_LISTENERS:-}; do
-    p=$(free_port)
+  local entry name p
+  for entry in ${OUTBOX_KAFKA_LISTENERS//,/ }; do
+    name=${entry%%://*}
+    if [ "$name" = "$entry" ]; then
+      p=$(free_port)
+    else
+      p=${entry##*:}
+    fi
     echo "$p" >"$dir/port.$name"
     extra_l="$extra_l,$name://127.0.0.1:$p"
     extra_map="$extra_map,$name:$name"
@@ -126,11 +137,15 @@ start() {
     echo "$port" >"$dir/port"
     write_config "$port" "$cport"
     rm -rf "$dir/data"
+    local format_args=()
+    if [ -n "${OUTBOX_KAFKA_FORMAT_ARGS:-}" ]; then
+      mapfile -t format_args <<<"$OUTBOX_KAFKA_FORMAT_ARGS"
+    fi
     java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
       kafka.tools.StorageTool format -t "$(java -cp "$LIBS/*" \
       -Dlog4j.configuration="file:$dir/log4j.properties" \
       kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)" \
-      -c "$dir/server.properties" >"$dir/format.log" 2>&1 ||
+      -c "$dir/server.properties" "${format_args[@]}" >"$dir/format.log" 2>&1 ||
       die "kafka storage format failed: $(tail -1 "$dir/format.log")"
     launch && break
     tries=$((tries + 1))
@@ -138,8 +153,9 @@ start() {
   done
   echo "OUTBOX_KAFKA_DIR=$dir"
   echo "OUTBOX_KAFKA_BROKERS=127.0.0.1:$port"
-  local name
-  for name in ${OUTBOX_KAFKA_LISTENERS:-}; do
+  local entry name
+  for entry in ${OUTBOX_KAFKA_LISTENERS//,/ }; do
+    name=${entry%%://*}
     echo "OUTBOX_KAFKA_${name}_BROKERS=127.0.0.1:$(cat "$dir/port.$name")"
   done
   log "kafka ready: kcat -b 127.0.0.1:$port -L"

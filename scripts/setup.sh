@@ -15,6 +15,7 @@ BUILD_DIR=${1:-$OUTBOX_ROOT/build}
 APT_PACKAGES=(
   "${OUTBOX_BUILD_PACKAGES[@]}" "${OUTBOX_SERVER_PACKAGES[@]}"
   build-essential clang-format libgtest-dev libgmock-dev libbenchmark-dev
+  openssl  # certificates for the TLS tests (tls_servers.sh)
   python3-venv  # venvs: the docs site's mkdocs, the chart test's kubernetes-validate
   chromium prometheus  # the status page test (headless) and a real scrape
   file  # cpack's dpkg-shlibdeps (the Debian package's Depends)

@@ -170,6 +170,14 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
   set("isolation.level",
       read_committed ? "read_committed" : "read_uncommitted");
   set("log_level", "3");
+  // The last connection error librdkafka told, to say why metadata failed
+  // (a refused password or certificate, not only "transport failure").
+  std::string last_error;
+  rd_kafka_conf_set_opaque(conf, &last_error);
+  rd_kafka_conf_set_error_cb(
+      conf, [](rd_kafka_t*, int, const char* reason, void* opaque) {
+        *static_cast<std::string*>(opaque) = reason != nullptr ? reason : "";
+      });
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
@@ -180,8 +188,11 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
   const rd_kafka_metadata_t* md = nullptr;
   rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, nullptr, &md, 10000);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return absl::UnavailableError(
-        absl::StrCat("kafka metadata: ", rd_kafka_err2str(e)));
+    rd_kafka_poll(rk, 0);  // serves the error callback
+    return absl::UnavailableError(absl::StrCat(
+        "cannot connect to Kafka (", config.kafka.brokers,
+        "): metadata: ", rd_kafka_err2str(e),
+        last_error.empty() ? "" : absl::StrCat(" (", last_error, ")")));
   }
   std::vector<std::regex> res;
   for (const auto& p : patterns) res.emplace_back(p);

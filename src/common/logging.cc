@@ -140,4 +140,10 @@ void Log(Severity level, absl::string_view msg,
   (void)unused;
 }
 
+void LogEntries(
+    Severity level, absl::string_view msg,
+    const std::vector<std::pair<std::string, std::string>>& entries) {
+  for (const auto& [name, value] : entries) Log(level, msg, {{name, value}});
+}
+
 }  // namespace outbox

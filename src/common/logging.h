@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -27,6 +28,13 @@ using LogField = std::pair<absl::string_view, std::string>;
 
 void Log(Severity level, absl::string_view msg,
          std::initializer_list<LogField> fields = {});
+
+// One line per entry, `msg name=value` (JSON: "name":"value"): a table of
+// settings at start-up (the effective configuration, the producer's
+// properties), each line greppable on its own.
+void LogEntries(
+    Severity level, absl::string_view msg,
+    const std::vector<std::pair<std::string, std::string>>& entries);
 
 // The text Log() would write, without the timestamp (for tests).
 std::string FormatLogLine(bool json, Severity level, absl::string_view msg,

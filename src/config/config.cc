@@ -19,6 +19,7 @@
 #include "config/config_keys.h"
 #include "config/kafka_safety.h"
 #include "config/redact.h"
+#include "config/secrets.h"
 #include "outbox/lsn.h"
 #include "outbox/status_macros.h"
 #include "yaml-cpp/yaml.h"
@@ -138,7 +139,7 @@ class YamlReader {
       std::string entry_path = absl::StrCat(path, "[", i, "]");
       TableDraft t;
       if (entry.IsScalar()) {
-        t.table = entry.Scalar();
+        ASSIGN_OR_RETURN(t.table, Expanded(entry, entry_path));
       } else if (entry.IsMap()) {
         RETURN_IF_ERROR(WalkMap(entry, entry_path, "outbox.tables[]", &t));
       } else {
@@ -174,7 +175,9 @@ class YamlReader {
           return KeyError(source_, path, "expected a map of strings to strings",
                           name.Mark().line);
         }
-        MergeEntry(*map, name.Scalar(), value.Scalar());
+        std::string entry_path = absl::StrCat(path, ".", name.Scalar());
+        ASSIGN_OR_RETURN(std::string text, Expanded(value, entry_path));
+        MergeEntry(*map, name.Scalar(), text);
       }
       return absl::OkStatus();
     }
@@ -188,7 +191,8 @@ class YamlReader {
           return KeyError(source_, path, "expected a list of strings",
                           v[i].Mark().line);
         }
-        items.push_back(v[i].Scalar());
+        ASSIGN_OR_RETURN(std::string item, Expanded(v[i], path));
+        items.push_back(std::move(item));
       }
       return SetField(key, field, absl::StrJoin(items, ","));
     }
@@ -197,9 +201,21 @@ class YamlReader {
                       absl::StrCat("expected a scalar, got ", NodeKind(v)),
                       line);
     }
-    absl::Status s = SetField(key, field, v.Scalar());
+    ASSIGN_OR_RETURN(std::string text, Expanded(v, path));
+    absl::Status s = SetField(key, field, text);
     if (!s.ok()) return KeyError(source_, path, s.message(), line);
     return absl::OkStatus();
+  }
+
+  // A scalar's text with ${VAR} expanded (config/secrets.h).
+  absl::StatusOr<std::string> Expanded(const YAML::Node& scalar,
+                                       const std::string& path) {
+    absl::StatusOr<std::string> text = ExpandVariables(scalar.Scalar());
+    if (!text.ok()) {
+      return KeyError(source_, path, text.status().message(),
+                      scalar.Mark().line);
+    }
+    return text;
   }
 
   std::string source_;
@@ -453,15 +469,19 @@ absl::Status Validate(const Config& c) {
 
 absl::StatusOr<Config> Finish(Draft* draft) {
   RETURN_IF_ERROR(Resolve(draft));
+  if (absl::Status s = ReadSecretFiles(&draft->config); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
+  }
   RETURN_IF_ERROR(Validate(draft->config));
   return std::move(draft->config);
 }
 
 }  // namespace
 
-std::string Config::Redacted() const {
+std::vector<std::pair<std::string, std::string>> Config::RedactedEntries()
+    const {
   Config copy = *this;
-  std::string out;
+  std::vector<std::pair<std::string, std::string>> out;
   for (const ConfigKey& key : ConfigKeys()) {
     if (key.global == nullptr) continue;
     FieldRef field = key.global(copy);
@@ -479,18 +499,27 @@ std::string Config::Redacted() const {
     } else {
       value = RenderField(field);
     }
-    absl::StrAppend(&out, key.path, ": ", value, "\n");
+    out.emplace_back(std::string(key.path), std::move(value));
   }
   for (size_t i = 0; i < outbox.tables.size(); ++i) {
     const OutboxTable& t = outbox.tables[i];
     StringMap headers = t.headers;
-    absl::StrAppend(&out, "outbox.tables[", i, "]: ", t.QualifiedName(),
-                    " columns={id: ", t.columns.id,
-                    ", aggregatetype: ", t.columns.aggregatetype,
-                    ", aggregateid: ", t.columns.aggregateid,
-                    ", type: ", t.columns.type,
-                    ", payload: ", t.columns.payload, "} topic=", t.topic,
-                    " key=", t.key, " headers=", RenderField(&headers), "\n");
+    out.emplace_back(
+        absl::StrCat("outbox.tables[", i, "]"),
+        absl::StrCat(t.QualifiedName(), " columns={id: ", t.columns.id,
+                     ", aggregatetype: ", t.columns.aggregatetype,
+                     ", aggregateid: ", t.columns.aggregateid,
+                     ", type: ", t.columns.type,
+                     ", payload: ", t.columns.payload, "} topic=", t.topic,
+                     " key=", t.key, " headers=", RenderField(&headers)));
+  }
+  return out;
+}
+
+std::string Config::Redacted() const {
+  std::string out;
+  for (const auto& [path, value] : RedactedEntries()) {
+    absl::StrAppend(&out, path, ": ", value, "\n");
   }
   return out;
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +52,9 @@ inline constexpr char kDefaultTopicTemplate[] = "outbox.event.{aggregatetype}";
 
 struct PostgresConfig {
   std::string conninfo;  // empty: libpq's PG* environment variables
+  // A file holding the password of conninfo (config/secrets.h); read at
+  // load, its content becomes conninfo's password. Empty: none.
+  std::string password_file;
   std::string slot = "outbox_relay";
   // The logical decoding output plugin: "wal2json" or "pgoutput"
   // (plugin/output_plugin.h); checked when the relay starts.
@@ -68,6 +72,8 @@ struct PostgresConfig {
   // multi-host conninfo: a libpq conninfo, several hosts allowed. Empty:
   // none.
   std::string standby_conninfo;
+  // Like password_file, for standby_conninfo.
+  std::string standby_password_file;
   // Where the slot marker lives (relay/slot_marker.h).
   SlotMarkerStore slot_marker = SlotMarkerStore::kFile;
   // slot_marker file: its directory; empty: the default,
@@ -169,7 +175,8 @@ struct OutboxConfig {
 struct KafkaConfig {
   std::string brokers = "127.0.0.1:9092";
   // librdkafka properties, passed through verbatim. Starts with our defaults;
-  // the user's entries override or add to them.
+  // the user's entries override or add to them. An entry NAME_file names a
+  // file whose content becomes property NAME at load (config/secrets.h).
   std::map<std::string, std::string> properties = {
       {"enable.idempotence", "true"},    {"acks", "all"},
       {"partitioner", "murmur2_random"}, {"linger.ms", "20"},
@@ -246,6 +253,8 @@ struct Config {
   // kafka.properties (password, secret, sasl.jaas, oauthbearer, private keys)
   // are replaced by "****".
   std::string Redacted() const;
+  // The same as (key path, value) pairs, in the key table's order.
+  std::vector<std::pair<std::string, std::string>> RedactedEntries() const;
 };
 
 // Parses YAML text on top of the defaults and validates. `source` names the

@@ -58,6 +58,10 @@ std::vector<ConfigKey> BuildKeys() {
              "libpq conninfo string or URI of the database holding the outbox; "
              "empty uses libpq's PG* environment variables")
           .Secret());
+  add(Global("postgres.password_file", G(postgres.password_file),
+             "file holding the password for postgres.conninfo (a mounted "
+             "secret), read at start; trailing newlines are dropped; "
+             "postgres.conninfo must not hold a password itself"));
   add(Global("postgres.slot", G(postgres.slot),
              "logical replication slot name (lowercase letters, digits, "
              "underscore)")
@@ -102,6 +106,11 @@ std::vector<ConfigKey> BuildKeys() {
              "where the slot marker lives: file (in postgres.state_dir) or "
              "kafka (the compacted topic kafka.state_topic, so instances "
              "need no disk of their own, e.g. Kubernetes pods)")
+          .For(kRelayOnly));
+  add(Global("postgres.standby_password_file",
+             G(postgres.standby_password_file),
+             "file holding the password for postgres.standby_conninfo, read "
+             "at start, as postgres.password_file")
           .For(kRelayOnly));
   add(Global("postgres.state_dir", G(postgres.state_dir),
              "directory for the slot marker, which records the slot the relay "
@@ -314,7 +323,9 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("kafka.properties", G(kafka.properties),
              "librdkafka producer properties passed through verbatim "
              "(security.protocol, sasl.*, ssl.*, linger.ms, ...); entries "
-             "merge with the defaults shown, an empty value removes one"));
+             "merge with the defaults shown, an empty value removes one; "
+             "NAME_file: a file whose content is property NAME, read at "
+             "start (sasl.password_file, ssl.key.password_file, ...)"));
   add(Global("kafka.send_when_idle", G(kafka.send_when_idle),
              "once everything readable is produced, send what the producer "
              "holds at once instead of waiting out linger.ms: low latency at "

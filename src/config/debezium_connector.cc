@@ -114,7 +114,7 @@ absl::StatusOr<Properties> ParseJson(absl::string_view text) {
 std::string Quote(absl::string_view s) {
   std::string out;
   AppendJsonString(&out, s);
-  return out;
+  return absl::StrReplaceAll(out, {{"$", "$$"}});  // no ${VAR} expansion
 }
 
 // A libpq conninfo value.

@@ -9,6 +9,14 @@
 #include "absl/strings/str_split.h"
 
 namespace outbox {
+namespace {
+
+// password, and sslpassword (the client key's passphrase).
+bool IsPasswordKeyword(absl::string_view keyword) {
+  return absl::EndsWith(keyword, "password");
+}
+
+}  // namespace
 
 // Replaces the password in a libpq conninfo, keyword=value or URI form.
 std::string RedactConninfo(absl::string_view s) {
@@ -33,8 +41,10 @@ std::string RedactConninfo(absl::string_view s) {
     absl::StrAppend(&out, s.substr(0, q + 1));
     std::vector<std::string> params;
     for (absl::string_view p : absl::StrSplit(s.substr(q + 1), '&')) {
-      params.push_back(absl::StartsWith(p, "password=")
-                           ? absl::StrCat("password=", kMask)
+      size_t eq = p.find('=');
+      params.push_back(eq != absl::string_view::npos &&
+                               IsPasswordKeyword(p.substr(0, eq))
+                           ? absl::StrCat(p.substr(0, eq + 1), kMask)
                            : std::string(p));
     }
     return absl::StrCat(out, absl::StrJoin(params, "&"));
@@ -62,8 +72,9 @@ std::string RedactConninfo(absl::string_view s) {
     } else {
       while (i < s.size() && !absl::ascii_isspace(s[i])) ++i;
     }
-    absl::StrAppend(
-        &out, keyword == "password" ? kMask : s.substr(v_start, i - v_start));
+    absl::StrAppend(&out, IsPasswordKeyword(keyword)
+                              ? kMask
+                              : s.substr(v_start, i - v_start));
     size_t ws = i;
     while (i < s.size() && absl::ascii_isspace(s[i])) ++i;
     absl::StrAppend(&out, s.substr(ws, i - ws));

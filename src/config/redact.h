@@ -12,7 +12,7 @@
 namespace outbox {
 
 // Returns `conninfo` (keyword=value form or postgres:// URI) with every
-// password replaced by "****".
+// password and sslpassword replaced by "****".
 std::string RedactConninfo(absl::string_view conninfo);
 
 // True for librdkafka property names that hold secrets (sasl.password,

@@ -3,6 +3,8 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/logging.h"
 #include "common/version.h"
@@ -50,6 +52,16 @@ DaemonStart StartDaemon(Tool tool, int argc, char** argv,
   }
   SetLogFormat(config->log.format == LogFormat::kJson);
   SetLogSeverity(static_cast<Severity>(static_cast<int>(config->log.level)));
+  if (cl->command == CommandLine::Command::kRun) {
+    // Secrets masked (Config::RedactedEntries): the log may be shipped
+    // anywhere.
+    std::vector<std::pair<std::string, std::string>> entries =
+        config->RedactedEntries();
+    for (auto& [key, value] : entries) {
+      if (value == "\"\"") value.clear();  // the logger quotes it
+    }
+    LogEntries(Severity::kInfo, "config", entries);
+  }
   if (config->kafka.allow_unsafe) {
     for (const UnsafeKafkaProperty& u :
          UnsafeKafkaProperties(config->kafka.properties)) {

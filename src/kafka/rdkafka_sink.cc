@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "config/redact.h"
 
 namespace outbox {
 
@@ -63,11 +64,14 @@ absl::Status TransactionStatus(absl::string_view call,
   return absl::InternalError(what);
 }
 
-bool IsSecret(absl::string_view key) {
-  return absl::StrContains(key, "password") ||
-         absl::StrContains(key, "secret") ||
-         absl::StrContains(key, "sasl.oauthbearer.config") ||
-         absl::StrContains(key, ".pem") || key == "ssl.key.pem";
+// A connection error's reason that no reconnect fixes: the broker's
+// certificate failed verification, or the broker refused ours with a TLS
+// alert (which librdkafka reports as __SSL during the handshake, or as
+// __TRANSPORT "Receive failed: ... alert certificate unknown" after it).
+bool IsTlsRefusal(absl::string_view reason) {
+  return absl::StrContains(reason, "certificate verify failed") ||
+         (absl::StrContains(reason, "SSL") &&
+          absl::StrContains(reason, " alert "));
 }
 
 // Slices of the flush before a commit: how soon a failed record stops it.
@@ -117,7 +121,7 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
       return absl::InvalidArgumentError(
           absl::StrCat("kafka property ", k, ": ", err));
     }
-    sink->effective_[k] = IsSecret(k) ? "****" : v;
+    sink->effective_[k] = IsSecretProperty(k) ? "****" : v;
   }
   rd_kafka_conf_set_opaque(conf, sink.get());
   rd_kafka_conf_set_dr_msg_cb(conf, &RdKafkaCallbacks::Delivery);
@@ -149,7 +153,10 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
     absl::Status s = TransactionStatus(
         "init_transactions",
         rd_kafka_init_transactions(rk, options.transaction_timeout_ms));
-    // Not reachable yet is worth waiting for like any broker outage.
+    // Not reachable yet is worth waiting for like any broker outage; refused
+    // credentials or certificates (told to the error callback) are not.
+    rd_kafka_poll(rk, 0);
+    if (!sink->refused_.ok()) return sink->refused_;
     if (!s.ok()) return absl::UnavailableError(s.message());
   }
   return sink;
@@ -340,10 +347,22 @@ void RdKafkaSink::HandleError(int err, const char* reason) {
     case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
       all_brokers_down_ = true;
       break;
-    case RD_KAFKA_RESP_ERR__TRANSPORT:
-    case RD_KAFKA_RESP_ERR__RESOLVE:
     case RD_KAFKA_RESP_ERR__AUTHENTICATION:
     case RD_KAFKA_RESP_ERR__SSL:
+    case RD_KAFKA_RESP_ERR__TRANSPORT:
+      // A wrong password, CA or certificate: no retry fixes it, so health()
+      // says FailedPrecondition (exit 3) instead of a reconnect loop. Other
+      // transport and TLS errors (a broker down or gone mid-handshake) are
+      // waited out.
+      if (refused_.ok() && (err == RD_KAFKA_RESP_ERR__AUTHENTICATION ||
+                            IsTlsRefusal(reason != nullptr ? reason : ""))) {
+        refused_ = absl::FailedPreconditionError(absl::StrCat(
+            "cannot connect to Kafka (", brokers_,
+            "): ", rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)),
+            ": ", reason != nullptr ? reason : ""));
+      }
+      break;
+    case RD_KAFKA_RESP_ERR__RESOLVE:
       break;
     default:
       return;
@@ -435,7 +454,7 @@ absl::Status RdKafkaSink::health() const {
     return absl::InternalError(absl::StrCat(
         "fatal Kafka producer error: ", rd_kafka_err2name(e), ": ", reason));
   }
-  return absl::OkStatus();
+  return refused_;
 }
 
 absl::Status RdKafkaSink::FatalTransactionError() const {

@@ -9,8 +9,10 @@
 // default is 1000000). With enable.gapless.guarantee=true (which outbox-relay
 // sets under on_invalid: halt) a record the broker refuses permanently stops
 // the producer before it sends anything after it; health() then says
-// InvalidArgument. Which user properties are refused as unsafe is
-// decided at configuration load (config/kafka_safety.h), not here.
+// InvalidArgument. A broker that refuses the credentials (SASL) or a TLS
+// certificate either way makes health() FailedPrecondition naming Kafka;
+// an unreachable broker is waited for. Which user properties are refused as
+// unsafe is decided at configuration load (config/kafka_safety.h), not here.
 //
 // With KafkaOptions::transactional_id set the producer is transactional
 // (kafka.exactly_once): Create() calls init_transactions (fencing any older
@@ -137,6 +139,9 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // A record of the open transaction failed delivery: it is abortable, and
   // CommitTransaction() says so without waiting for the rest to drain.
   bool txn_delivery_failed_ = false;
+  // FailedPrecondition once a broker refused our credentials or a TLS
+  // certificate failed (HandleError); health() returns it.
+  absl::Status refused_;
   std::map<std::string, std::string> effective_;
 };
 

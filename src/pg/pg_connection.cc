@@ -43,6 +43,21 @@ absl::Status Parse(const std::string& conninfo, absl::string_view what,
   return st;
 }
 
+// TLS and credential failures no reconnect fixes: a server certificate that
+// fails verification or names another host, a client certificate the server
+// refuses (a TLS alert) or requires, an unreadable certificate or key file,
+// a server without TLS under sslmode=require or stricter, no password.
+// "SSL error: unexpected eof" and other SSL errors of a dropped connection
+// stay Unavailable.
+bool IsTlsOrCredentialRefusal(absl::string_view msg) {
+  return absl::StrContains(msg, "certificate") ||
+         (absl::StrContains(msg, "SSL error") &&
+          absl::StrContains(msg, "alert")) ||
+         absl::StrContains(msg, "private key file") ||
+         absl::StrContains(msg, "does not support SSL") ||
+         absl::StrContains(msg, "no password supplied");
+}
+
 }  // namespace
 
 void PgResultDeleter::operator()(pg_result* r) const { PQclear(r); }
@@ -83,6 +98,7 @@ absl::Status ClassifyServerError(absl::string_view context,
       (absl::StrContains(msg, "role \"") &&
        absl::StrContains(msg, "does not exist")) ||
       absl::StrContains(msg, "invalid connection option") ||
+      IsTlsOrCredentialRefusal(msg) ||
       absl::StrContains(msg, "missing \"=\"") ||
       absl::StrContains(msg, "invalid URI")) {
     return absl::FailedPreconditionError(absl::StrCat(context, ": ", msg));

@@ -12,8 +12,10 @@
 // set a parameter and the user's others still apply.
 //
 // Errors (ClassifyServerError): authentication, pg_hba, a missing role or
-// database, a missing privilege or the REPLICATION attribute, and a conninfo
-// libpq cannot parse are FailedPrecondition (an operator must act); anything
+// database, a missing privilege or the REPLICATION attribute, TLS failures
+// (a certificate that fails verification either way, an unreadable key, no
+// TLS under sslmode=require), a missing password, and a conninfo libpq
+// cannot parse are FailedPrecondition (an operator must act); anything
 // else, a lost connection above all, is Unavailable (retry).
 //
 // Threading: one thread uses an instance. Only this module and the

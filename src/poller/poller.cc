@@ -381,6 +381,9 @@ absl::Status Poller::Run(const std::atomic<bool>& stop) {
   RETURN_IF_ERROR(MaybeReport(/*force=*/true));
   while (!stop.load(std::memory_order_relaxed)) {
     if (metrics_ != nullptr) metrics_->last_turn_us = clock_->NowMicros();
+    // An idle poller still hears a broker refusing its credentials.
+    sink_->Poll(0);
+    RETURN_IF_ERROR(sink_->health());
     bool full = false;
     bool abandoned = false;
     for (size_t t = 0; t < store_->tables().size() && !abandoned; ++t) {

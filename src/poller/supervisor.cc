@@ -89,6 +89,7 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
   Lifecycle lifecycle(config.postgres, stop,
                       metrics != nullptr ? &metrics->role : nullptr,
                       metrics != nullptr ? &metrics->daemon_status : nullptr);
+  bool producer_logged = false;  // once per process
   while (!stop.load()) {
     SetStates(metrics, "connecting", kNoKafkaProducer);
     auto store = LibpqOutboxStore::Connect(store_options);
@@ -106,6 +107,12 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
     if (!sink.ok()) {
       Log(Severity::kError, std::string(sink.status().message()));
       return lifecycle.Stop(kExitUsage);
+    }
+    if (!producer_logged) {
+      producer_logged = true;
+      const auto& props = (*sink)->effective_properties();  // secrets masked
+      LogEntries(Severity::kInfo, "kafka producer",
+                 {props.begin(), props.end()});
     }
     std::vector<std::string> tables;
     for (const TableShape& t : (*store)->tables()) {

@@ -534,6 +534,12 @@ class RelaySupervisor {
     if (absl::IsUnavailable(sink.status())) return sink.status();
     if (!sink.ok()) return Exit(kExitUsage, sink.status());
     session.sink = std::move(*sink);
+    if (!producer_logged_) {
+      producer_logged_ = true;
+      const auto& props = session.sink->effective_properties();  // masked
+      LogEntries(Severity::kInfo, "kafka producer",
+                 {props.begin(), props.end()});
+    }
     LogServerChanges(server);
     if (config_.kafka.exactly_once) {
       absl::Status s = StartTransactions(session, session_kafka);
@@ -723,6 +729,7 @@ class RelaySupervisor {
   Lifecycle lifecycle_;
   std::optional<int> exit_code_;
   const char* waiting_for_ = "PostgreSQL";  // what the last attempt met
+  bool producer_logged_ = false;            // its properties, once per process
   // A missing ACL or topic ended the last session: the Kafka state until
   // the next one (KafkaBlockedState), and the last one logged.
   std::string blocked_state_;

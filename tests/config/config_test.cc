@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "config/command_line.h"
 #include "config/config_keys.h"
+#include "config/load_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -32,22 +33,6 @@ std::string ErrorOf(absl::string_view yaml) {
   auto c = ParseConfigYaml(yaml, "relay.yaml");
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
   return std::string(c.status().message());
-}
-
-// Runs ParseCommandLine + LoadConfig on the given arguments.
-absl::StatusOr<Config> Load(std::vector<std::string> args) {
-  args.insert(args.begin(), "outbox-relay");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  auto cl = ParseCommandLine(static_cast<int>(argv.size()), argv.data());
-  if (!cl.ok()) return cl.status();
-  return LoadConfig(*cl);
-}
-
-std::string WriteFile(absl::string_view name, absl::string_view text) {
-  std::string path = absl::StrCat(::testing::TempDir(), "/", name);
-  std::ofstream(path) << text;
-  return path;
 }
 
 TEST(ConfigTest, Defaults) {
@@ -443,6 +428,14 @@ kafka:
           "postgresql://relay:****@db:5432/app?sslmode=require&password=****"));
   c.postgres.conninfo = "password = x  host=h";
   EXPECT_THAT(c.Redacted(), HasSubstr("password = ****  host=h"));
+  // The client key's passphrase too (issue 24).
+  c.postgres.conninfo = "host=h sslkey=k.key sslpassword=KEYPASS";
+  EXPECT_THAT(c.Redacted(), HasSubstr("sslkey=k.key sslpassword=****"));
+  c.postgres.conninfo =
+      "postgresql://db/app?sslpassword=KEYPASS&sslmode=verify-full";
+  EXPECT_THAT(c.Redacted(), HasSubstr("?sslpassword=****&sslmode=verify-full"));
+  c.postgres.standby_conninfo = "host=s password=STANDBYPW";
+  EXPECT_THAT(c.Redacted(), Not(HasSubstr("STANDBYPW")));
 }
 
 // Each tool's --help lists exactly the keys it uses, with their defaults.
@@ -491,7 +484,7 @@ outbox:
   tombstone_on_empty_payload: true
   on_update: warn
   topic_regex: "(?<routedByValue>.*)"
-  topic_replacement: "outbox.${routedByValue}.events"
+  topic_replacement: "outbox.$${routedByValue}.events"
   schema_version_column: schema_version
 )yaml");
   EXPECT_EQ(c.outbox.compatibility, Compatibility::kDebezium);

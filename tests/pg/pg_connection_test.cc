@@ -101,5 +101,34 @@ TEST(ClassifyServerErrorTest, OperatorProblemsArePreconditionsTheRestRetries) {
       HasSubstr("ctx: could not connect"));
 }
 
+// TLS and credential failures (issue 24): no reconnect fixes them. An SSL
+// error of a dropped connection still retries.
+TEST(ClassifyServerErrorTest, TlsRefusalsArePreconditions) {
+  for (const char* refusal : {
+           "connection to server at \"127.0.0.1\", port 5432 failed: SSL "
+           "error: certificate verify failed",
+           "connection to server at \"127.0.0.1\", port 5432 failed: SSL "
+           "error: sslv3 alert certificate expired",
+           "server certificate for \"db\" does not match host name \"x\"",
+           "FATAL:  connection requires a valid client certificate",
+           "root certificate file \"/nope\" does not exist",
+           "private key file \"client.key\" has group or world access",
+           "server does not support SSL, but SSL was required",
+           "fe_sendauth: no password supplied",
+       }) {
+    EXPECT_TRUE(absl::IsFailedPrecondition(ClassifyServerError("c", refusal)))
+        << refusal;
+  }
+  for (const char* transient : {
+           "SSL error: unexpected eof while reading",
+           "SSL SYSCALL error: EOF detected",
+           "connection to server at \"127.0.0.1\", port 5432 failed: "
+           "Connection refused",
+       }) {
+    EXPECT_TRUE(absl::IsUnavailable(ClassifyServerError("c", transient)))
+        << transient;
+  }
+}
+
 }  // namespace
 }  // namespace outbox
