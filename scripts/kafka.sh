@@ -74,8 +74,8 @@ launch() {
 # ",NAME:NAME" for the map.
 extra_listeners() {
   extra_l=""; extra_map=""
-  local entry name p
-  for entry in ${OUTBOX_KAFKA_LISTENERS//,/ }; do
+  local entry name p listeners=${OUTBOX_KAFKA_LISTENERS:-}
+  for entry in ${listeners//,/ }; do
     name=${entry%%://*}
     if [ "$name" = "$entry" ]; then
       p=$(free_port)
@@ -153,8 +153,8 @@ start() {
   done
   echo "OUTBOX_KAFKA_DIR=$dir"
   echo "OUTBOX_KAFKA_BROKERS=127.0.0.1:$port"
-  local entry name
-  for entry in ${OUTBOX_KAFKA_LISTENERS//,/ }; do
+  local entry name listeners=${OUTBOX_KAFKA_LISTENERS:-}
+  for entry in ${listeners//,/ }; do
     name=${entry%%://*}
     echo "OUTBOX_KAFKA_${name}_BROKERS=127.0.0.1:$(cat "$dir/port.$name")"
   done
