@@ -5,7 +5,8 @@
 //                [--read-committed] [--help] [--version]
 //
 // Reads the committed events from the configured outbox tables and every
-// record of the topics their templates can produce; prints missing,
+// record of the topics the configured routing gives them
+// (RoutedTopicPatterns: the templates, or outbox.topic_regex); prints missing,
 // duplicates, unknown (rolled back or foreign), misrouted and per-key order
 // violations. Exit 0 when it passes, 1 when it fails, 2 on bad usage, 3 when
 // a server cannot be read.
@@ -57,15 +58,18 @@ int main(int argc, char** argv) {
             std::string(committed.status().message()).c_str());
     return 3;
   }
-  std::vector<std::string> patterns;
-  for (const OutboxTable& t : config->outbox.tables) {
-    patterns.push_back(TopicPattern(t.topic));
+  // After the events: their topics are among these.
+  auto patterns = RoutedTopicPatterns(*config, "outbox-audit");
+  if (!patterns.ok()) {
+    fprintf(stderr, "outbox-audit: %s\n",
+            std::string(patterns.status().message()).c_str());
+    return 3;
   }
   // Exactly once means exactly once: no duplicate is tolerated by default.
   if (flags.read_committed && max_duplicates < 0) max_duplicates = 0;
   // A progress meter on a terminal only: logs and pipes stay quiet.
   auto records = ReadPublishedRecords(
-      *config, patterns, flags.timeout_s, flags.read_committed,
+      *config, *patterns, flags.timeout_s, flags.read_committed,
       Progress::IsTerminal(stderr) ? stderr : nullptr);
   if (!records.ok()) {
     fprintf(stderr, "outbox-audit: %s\n",

@@ -121,6 +121,14 @@ TEST_F(FailoverSlotE2ETest, AnExistingSlotWithoutFailoverGetsIt) {
   StartRelay();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   EXPECT_EQ(SlotFailover(), "t");
+  // The slot is active before the relay's next log line is written.
+  WaitUntil(
+      [&] {
+        return relay_->Output().find(
+                   "enabled failover on the replication slot") !=
+               std::string::npos;
+      },
+      10000);
   EXPECT_THAT(relay_->Output(),
               HasSubstr("enabled failover on the replication slot"));
   // Restarted, it finds the flag set and alters nothing.

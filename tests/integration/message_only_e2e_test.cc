@@ -128,6 +128,9 @@ TEST_P(MessageOnlyE2ETest, RowReadersRefuseAConfigurationWithoutTables) {
                         "but outbox.tables is empty"));
   std::vector<std::string> poller = RelayArgs();
   poller[0] = BinaryPath("outbox-poller");
+  // The poller has no slot: it refuses --slot before anything else.
+  auto slot = std::find(poller.begin(), poller.end(), "--slot");
+  poller.erase(slot, slot + 2);
   auto polling = Process::Start(poller, dir_ + "/poller.log");
   EXPECT_EQ(polling->Wait(30000), 2) << polling->Output();
   EXPECT_THAT(polling->Output(),
