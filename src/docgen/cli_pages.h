@@ -2,8 +2,8 @@
 // outbox-audit) in the manner of PostgreSQL's pg_recvlogical page, rendered
 // as Markdown for the site and as roff for man(1). The options and exit
 // codes come from the code's tables (CommandLineFlags() with each flag's
-// tools, kExitCodes); the prose around them lives here, once for both renderings.
-// Text uses `backticks` for literals; nothing else of Markdown.
+// tools, kExitCodes); the prose around them lives here, once for both
+// renderings. Text uses `backticks` for literals; nothing else of Markdown.
 #ifndef OUTBOX_DOCGEN_CLI_PAGES_H_
 #define OUTBOX_DOCGEN_CLI_PAGES_H_
 
