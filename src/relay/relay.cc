@@ -87,6 +87,7 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
       return Shutdown(s);
     }
     bool more = false;
+    bool held = false;  // the pass ended at the in-flight window
     int n = 0;
     stats_.backpressured = Backpressured();
     for (;;) {
@@ -95,7 +96,10 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
       // events (or the one open transaction), which Backpressured() bounds.
       // One comparison when nothing goes.
       commit_times_.Prune(tracker_.confirmed());
-      if (Backpressured()) break;
+      if (Backpressured()) {
+        held = true;
+        break;
+      }
       absl::StatusOr<bool> got = stream_->Read(&msg);
       if (!got.ok()) return Shutdown(got.status());
       if (!*got) break;
@@ -120,9 +124,11 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
         timeout_us =
             std::clamp<int64_t>(wake - clock_->NowMicros(), 0, timeout_us);
       }
-      if (n < kCoalesceAfter && options_.send_when_idle && unsent_ > 0 &&
-          stats_.inflight_events <= unsent_) {
-        // Quiet stream, and everything sent before is acknowledged: send
+      if (!held && n < kCoalesceAfter && options_.send_when_idle &&
+          unsent_ > 0 && stats_.inflight_events <= unsent_) {
+        // Quiet stream (not one held at the window: that one is busy, and
+        // sending each handful of reads at once would make a request of
+        // each), and everything sent before is acknowledged: send
         // what the producer holds now (like Nagle's algorithm, at most one
         // such send is in flight, so a steady trickle cannot turn into a
         // request per event). Serves reports; returns when all are
