@@ -4,10 +4,17 @@
 #
 #   bench/drain.sh [--events N] [--per-txn K] [--runs R]
 #                  [--plugins wal2json,pgoutput] [--stages]
-#                                   (defaults 1000000 10 3 wal2json,pgoutput)
+#                  [--payload small|large] [--writers W] [--keys KEYS]
+#                  [--relay 'NAME=BINARY [--set KEY=VALUE...]']... [--recv-binary]
+#                  [--profile DIR]
+#                  (defaults 1000000 10 3 wal2json,pgoutput small 1 10000)
 #
-# Writes N outbox events (~350-byte jsonb payloads, K per transaction) while
-# nothing reads them, into a WAL that 2R slots per plugin were created
+# Writes N outbox events (K per transaction, aggregate ids 0..KEYS-1) while
+# nothing reads them, from W concurrent writers (each N/W events, so their
+# transactions interleave in the WAL), into a WAL that 2R slots per plugin
+# were created before. --payload small: ~350-byte jsonb payloads (an order
+# with one line); large: ~2.5 KB nested jsonb (an order with 12 lines,
+# nested objects, numbers, booleans, non-ASCII text). The slots were created
 # before: R for the relay, R for pg_recvlogical. pgoutput streams the
 # publication outbox_relay (the relay's default, FOR TABLE public.outbox
 # WITH (publish = 'insert')), also made before the backlog: pgoutput looks
@@ -17,6 +24,15 @@
 # slot's confirmed_flush_lsn reaches the end of the backlog, i.e. when Kafka
 # acknowledged every event. Also samples the relay's peak RSS (VmHWM) and
 # CPU time from /proc. Durable PostgreSQL defaults.
+#
+# --relay (repeatable) drains each named relay variant (a binary and its
+# settings, e.g. main's build against a branch's, or a setting on and off)
+# in every run, each on its own slot, side by side; default one variant,
+# "outbox-relay", the build's binary. --recv-binary adds pg_recvlogical with
+# pgoutput's binary option (PostgreSQL 14+) as a second ceiling. --profile
+# runs each relay under `perf record` (self time per function; PERF_ARGS
+# overrides the sampling options, e.g. "--call-graph dwarf") and prints the
+# top entries of each profile; its CPU figures then include perf's cost.
 #
 # --stages also measures, in each run, what each stage of the relay costs
 # alone (bench/stage_cost.cc): receiving the same WAL through the relay's
@@ -30,6 +46,8 @@ source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
 
 events=1000000; per_txn=10; runs=3; stages=0; plugins=wal2json,pgoutput
+payload=small; writers=1; keys=10000; profile=""; recv_binary=0
+variants=(); variant_names=()
 while [ $# -gt 0 ]; do
   case $1 in
     --events) events=$2; shift 2 ;;
@@ -37,10 +55,23 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --plugins) plugins=$2; shift 2 ;;
     --stages) stages=1; shift ;;
+    --payload) payload=$2; shift 2 ;;
+    --writers) writers=$2; shift 2 ;;
+    --keys) keys=$2; shift 2 ;;
+    --profile) profile=$(realpath -m "$2"); shift 2 ;;
+    --relay) variant_names+=("${2%%=*}"); variants+=("${2#*=}"); shift 2 ;;
+    --recv-binary) recv_binary=1; shift ;;
     *) die "unknown argument $1" ;;
   esac
 done
 IFS=, read -ra plugins <<<"$plugins"
+case $payload in small|large) ;; *) die "unknown payload $payload (small, large)" ;; esac
+[ $((events % (writers * per_txn))) = 0 ] ||
+  die "--events must be a multiple of --writers times --per-txn"
+if [ -n "$profile" ]; then
+  command -v perf >/dev/null || die "--profile needs perf (apt-get install linux-perf)"
+  mkdir -p "$profile"
+fi
 for p in "${plugins[@]}"; do
   case $p in wal2json|pgoutput) ;; *) die "unknown plugin $p (wal2json, pgoutput)" ;; esac
 done
@@ -48,16 +79,20 @@ done
 BUILD_DIR=${OUTBOX_BUILD_DIR:-$OUTBOX_ROOT/build}
 CMAKE_BUILD_TYPE=Release "$OUTBOX_ROOT/scripts/setup.sh" "$BUILD_DIR" >/dev/null
 [ $stages = 0 ] || cmake --build "$BUILD_DIR" --target stage_cost >/dev/null
-RELAY="$BUILD_DIR/bin/outbox-relay"
+if [ ${#variants[@]} = 0 ]; then
+  variant_names=(outbox-relay); variants=("$BUILD_DIR/bin/outbox-relay")
+fi
 bench_servers outbox-bench
 # Every drain has its own slot, all made before the backlog.
-bench_max_slots $(((2 * runs + stages) * ${#plugins[@]}))
+bench_max_slots $((((1 + recv_binary + ${#variants[@]}) * runs + stages) * ${#plugins[@]}))
 psql -q -f "$OUTBOX_ROOT/sql/outbox.sql"
 psql -q -c "CREATE PUBLICATION outbox_relay FOR TABLE public.outbox WITH (publish = 'insert')"
 for p in "${plugins[@]}"; do
   for r in $(seq "$runs"); do
-    psql -qAt -c "SELECT pg_create_logical_replication_slot('relay_${p}_$r', '$p')" >/dev/null
-    psql -qAt -c "SELECT pg_create_logical_replication_slot('recv_${p}_$r', '$p')" >/dev/null
+    for slot in "recv_${p}_$r" $([ $recv_binary = 0 ] || echo "recvb_${p}_$r") \
+      $(for v in "${!variants[@]}"; do echo "relay${v}_${p}_$r"; done); do
+      psql -qAt -c "SELECT pg_create_logical_replication_slot('$slot', '$p')" >/dev/null
+    done
   done
   [ $stages = 0 ] ||
     psql -qAt -c "SELECT pg_create_logical_replication_slot('stages_$p', '$p')" >/dev/null
@@ -65,23 +100,41 @@ done
 
 # Create the topic first, so no run waits for Kafka to auto-create it.
 echo warm | kcat -P -b "$OUTBOX_KAFKA_BROKERS" -t outbox.event.order
-log "writing $events events, $per_txn per transaction"
+log "writing $events events, $per_txn per transaction, $payload payloads, $keys keys, $writers writer(s)"
+if [ "$payload" = small ]; then
+  body="jsonb_build_object('order_id', i, 'customer', 'customer-' || (i % 977),
+          'lines', jsonb_build_array(jsonb_build_object('sku', 'SKU-' || (i % 50), 'qty', 1 + i % 5)),
+          'note', repeat('x', 260))"
+else
+  body="jsonb_build_object('order_id', i, 'customer',
+          jsonb_build_object('id', 'customer-' || (i % 977), 'name', 'Zoë Åkerström-' || (i % 977),
+                             'vip', i % 7 = 0, 'address', jsonb_build_object('street', (i % 300) || ' Rue de l''Été',
+                             'city', 'Zürich', 'zip', lpad((i % 99999)::text, 5, '0'))),
+          'lines', (SELECT jsonb_agg(jsonb_build_object('sku', 'SKU-' || ((i + l) % 500), 'qty', 1 + (i + l) % 5,
+                                     'price', round(((i * 7 + l) % 10000) / 100.0, 2), 'tags',
+                                     jsonb_build_array('t' || (l % 3), 'promo', l % 2 = 0),
+                                     'description', 'Line ' || l || ' — ' || repeat('ab', 40)))
+                    FROM generate_series(1, 12) AS l),
+          'total', round((i % 100000) / 3.0, 4), 'note', repeat('y', 200))"
+fi
 t0=$(date +%s.%N)
-psql -q -v ON_ERROR_STOP=1 <<SQL
+per_writer=$((events / writers))
+for w in $(seq 0 $((writers - 1))); do
+  psql -q -v ON_ERROR_STOP=1 <<SQL &
 DO \$\$
 BEGIN
-  FOR t IN 0..($events / $per_txn - 1) LOOP
+  FOR t IN 0..($per_writer / $per_txn - 1) LOOP
     INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload)
-    SELECT gen_random_uuid(), 'order', (i % 10000)::text, 'OrderCreated',
-           jsonb_build_object('order_id', i, 'customer', 'customer-' || (i % 977),
-                              'lines', jsonb_build_array(jsonb_build_object('sku', 'SKU-' || (i % 50), 'qty', 1 + i % 5)),
-                              'note', repeat('x', 260))
-    FROM generate_series(t * $per_txn + 1, t * $per_txn + $per_txn) AS i;
+    SELECT gen_random_uuid(), 'order', (i % $keys)::text, 'OrderCreated', $body
+    FROM generate_series($w * $per_writer + t * $per_txn + 1,
+                         $w * $per_writer + t * $per_txn + $per_txn) AS i;
     COMMIT;
   END LOOP;
 END
 \$\$;
 SQL
+done
+for w in $(seq "$writers"); do wait -n || die "a writer failed"; done
 end_lsn=$(psql -qAt -c "SELECT pg_current_wal_lsn()")
 wal_bytes=$(psql -qAt -c "SELECT pg_wal_lsn_diff('$end_lsn', min(restart_lsn)) FROM pg_replication_slots")
 log "wrote in $(echo "$(date +%s.%N) - $t0" | bc) s; backlog WAL $((wal_bytes / 1048576)) MiB, end LSN $end_lsn"
@@ -96,24 +149,23 @@ opts[wal2json]="-o format-version=2 -o include-transaction=true -o include-lsn=t
   -o actions=insert"
 opts[pgoutput]="-o proto_version=1 -o publication_names=outbox_relay"
 results=()
-for r in $(seq "$runs"); do
- for p in "${plugins[@]}"; do
-  # pg_recvlogical: decode and stream the same WAL to /dev/null.
+# drain_relay NAME SLOT ARGS...: one relay drain of SLOT (ARGS: the
+# variant's binary and settings); appends "NAME seconds cpu hwm" to results.
+drain_relay() {
+  local name=$1 slot=$2 s pid perf_pid="" hwm=0 h relay ut st cpu; shift 2
   s=$(date +%s.%N)
-  # shellcheck disable=SC2086 # the options are words
-  pg_recvlogical -d "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
-    --slot "recv_${p}_$r" --start --endpos "$end_lsn" ${opts[$p]} -f /dev/null
-  recv=$(echo "$(date +%s.%N) - $s" | bc)
-
-  s=$(date +%s.%N)
-  "$RELAY" --pg "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
-    --kafka "$OUTBOX_KAFKA_BROKERS" --slot "relay_${p}_$r" --set postgres.create_slot=false \
-    --set postgres.plugin="$p" --set log.progress_interval_s=0 --set http.listen= \
-    --set kafka.properties.linger.ms=${LINGER_MS:-20} 2>"$work/relay_${p}_$r.log" &
+  ${profile:+perf record -q ${PERF_ARGS:--F 1999} -o "$profile/$slot.data" --} \
+  "$@" --pg "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
+    --kafka "$OUTBOX_KAFKA_BROKERS" --slot "$slot" --set postgres.create_slot=false \
+    --set log.progress_interval_s=0 --set http.listen= \
+    --set kafka.properties.linger.ms=${LINGER_MS:-20} 2>"$work/$slot.log" &
   pid=$!
-  hwm=0
-  until [ "$(psql -qAt -c "SELECT confirmed_flush_lsn >= '$end_lsn' FROM pg_replication_slots WHERE slot_name = 'relay_${p}_$r'")" = t ]; do
-    kill -0 $pid 2>/dev/null || die "relay exited: $(tail -3 "$work/relay_${p}_$r.log")"
+  if [ -n "$profile" ]; then  # measure the relay, perf's child
+    perf_pid=$pid; pid=""
+    until [ -n "$pid" ]; do pid=$(pgrep -P "$perf_pid" || true); sleep 0.01; done
+  fi
+  until [ "$(psql -qAt -c "SELECT confirmed_flush_lsn >= '$end_lsn' FROM pg_replication_slots WHERE slot_name = '$slot'")" = t ]; do
+    kill -0 $pid 2>/dev/null || die "relay exited: $(tail -3 "$work/$slot.log")"
     h=$(awk '/VmHWM/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0)
     [ "${h:-0}" -gt "$hwm" ] && hwm=$h
     sleep 0.05
@@ -121,12 +173,35 @@ for r in $(seq "$runs"); do
   relay=$(echo "$(date +%s.%N) - $s" | bc)
   read -r ut st < <(awk '{print $14, $15}' /proc/$pid/stat)
   h=$(awk '/VmHWM/ {print $2}' /proc/$pid/status); [ "$h" -gt "$hwm" ] && hwm=$h
-  kill -TERM $pid; wait $pid || true
+  kill -TERM $pid; wait "${perf_pid:-$pid}" || true
   cpu=$(echo "scale=3; ($ut + $st) / $(getconf CLK_TCK)" | bc)
-  printf 'run %d, %s: pg_recvlogical %.2f s (%.0f ev/s) | outbox-relay %.2f s (%.0f ev/s), cpu %.2f s (%.2f us/event), peak RSS %d KiB\n' \
-    "$r" "$p" "$recv" "$(echo "$events / $recv" | bc -l)" "$relay" "$(echo "$events / $relay" | bc -l)" \
+  printf 'run %d, %s: %.2f s (%.0f ev/s), cpu %.2f s (%.2f us/event), peak RSS %d KiB\n' \
+    "$r" "$name" "$relay" "$(echo "$events / $relay" | bc -l)" \
     "$cpu" "$(echo "$cpu * 1000000 / $events" | bc -l)" "$hwm"
-  results+=("$p $recv $relay $cpu $hwm")
+  results+=("$name $relay $cpu $hwm")
+  last_cpu=$cpu
+}
+# drain_recv NAME SLOT OPTIONS...: pg_recvlogical streams SLOT to /dev/null.
+drain_recv() {
+  local name=$1 slot=$2 s recv; shift 2
+  s=$(date +%s.%N)
+  pg_recvlogical -d "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
+    --slot "$slot" --start --endpos "$end_lsn" "$@" -f /dev/null
+  recv=$(echo "$(date +%s.%N) - $s" | bc)
+  printf 'run %d, %s: %.2f s (%.0f ev/s)\n' "$r" "$name" "$recv" "$(echo "$events / $recv" | bc -l)"
+  results+=("$name $recv 0 0")
+}
+for r in $(seq "$runs"); do
+ for p in "${plugins[@]}"; do
+  # shellcheck disable=SC2086 # the options are words
+  drain_recv "$p/pg_recvlogical" "recv_${p}_$r" ${opts[$p]}
+  [ "$recv_binary" = 0 ] || [ "$p" != pgoutput ] ||
+    drain_recv "$p/pg_recvlogical-binary" "recvb_${p}_$r" ${opts[$p]} -o binary=true
+  for v in "${!variants[@]}"; do
+    # shellcheck disable=SC2086 # the settings are words
+    drain_relay "$p/${variant_names[$v]}" "relay${v}_${p}_$r" ${variants[$v]} \
+      --set postgres.plugin="$p"
+  done
   if [ $stages = 1 ]; then
     sc=("$BUILD_DIR/bin/stage_cost")
     pg="host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres"
@@ -135,7 +210,7 @@ for r in $(seq "$runs"); do
       "${recv_stage[@]}" --events "$events" | tail -1
       "${recv_stage[@]}" --decode
       "${recv_stage[@]}" --decode --route
-      echo "relay events=$events cpu_us_per_event=$(echo "$cpu * 1000000 / $events" | bc -l)"
+      echo "relay events=$events cpu_us_per_event=$(echo "$last_cpu * 1000000 / $events" | bc -l)"
     } | sed "s/^/$p /" | tee -a "$work/stages.txt"
   fi
  done
@@ -154,17 +229,17 @@ for l in sys.stdin:
     if l.strip():
         by[l.split()[0]].append(list(map(float, l.split()[1:])))
 ev = float(sys.argv[1])
-rate = {}
-for p, rows in by.items():
-    recv, relay, cpu, rss = (statistics.median(c) for c in zip(*rows))
-    rate[p] = ev / relay
-    print(f"{p}, median of {len(rows)}: pg_recvlogical {recv:.2f} s ({ev/recv:.0f} ev/s), "
-          f"outbox-relay {relay:.2f} s ({ev/relay:.0f} ev/s), relay rate / ceiling "
-          f"{recv/relay:.2f}, relay cpu {cpu*1e6/ev:.2f} us/event, "
-          f"peak RSS max {max(r[3] for r in rows)/1024:.1f} MiB")
-if len(rate) == 2:
-    ratio = rate["pgoutput"] / rate["wal2json"]
-    print(f"outbox-relay drain rate, pgoutput / wal2json: {ratio:.2f}")
+med = {n: [statistics.median(c) for c in zip(*rows)] for n, rows in by.items()}
+print(f"\nmedians of {len(next(iter(by.values())))} run(s), {int(ev)} events:")
+for n, (secs, cpu, rss) in med.items():
+    p = n.split("/")[0]
+    line = f"{n}: {secs:.2f} s ({ev/secs:.0f} ev/s)"
+    if cpu > 0:
+        ratios = ", ".join(f"{med[c][0]/secs:.2f}x {c.split(chr(47))[1]}"
+                           for c in (p + "/pg_recvlogical", p + "/pg_recvlogical-binary") if c in med)
+        line += (f", {ratios}, relay cpu {cpu*1e6/ev:.2f} us/event, "
+                 f"peak RSS max {max(r[2] for r in by[n])/1024:.1f} MiB")
+    print(line)
 ' "$events"
 [ $stages = 0 ] || python3 - "$work/stages.txt" "${plugins[@]}" <<'PY'
 import collections, statistics, sys
@@ -196,3 +271,12 @@ print("| sum: receive + decode + route + produce | "
       + " | ".join(cell(total(p)) for p in plugins) + " |")
 print("| outbox-relay, the whole drain | " + " | ".join(cell(get(p, "relay")) for p in plugins) + " |")
 PY
+if [ -n "$profile" ]; then
+  # The relay's own CPU by function (self time, every thread), per run.
+  for f in "$profile"/*.data; do
+    perf report -i "$f" --no-children --sort dso,symbol --stdio -g none \
+      --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' >"${f%.data}.txt"
+    echo "profile $(basename "${f%.data}") (self %, top entries; $f):"
+    head -25 "${f%.data}.txt"
+  done
+fi
