@@ -152,13 +152,15 @@ results=()
 # drain_relay NAME SLOT ARGS...: one relay drain of SLOT (ARGS: the
 # variant's binary and settings); appends "NAME seconds cpu hwm" to results.
 drain_relay() {
-  local name=$1 slot=$2 s pid perf_pid="" hwm=0 h relay ut st cpu; shift 2
+  local name=$1 slot=$2 bin=$3 s pid perf_pid="" hwm=0 h relay ut st cpu; shift 3
   s=$(date +%s.%N)
+  # The variant's own settings last, so they win.
+  # shellcheck disable=SC2086 # RELAY_ARGS are words
   ${profile:+perf record -q ${PERF_ARGS:--F 1999} -o "$profile/$slot.data" --} \
-  "$@" --pg "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
+  "$bin" --pg "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
     --kafka "$OUTBOX_KAFKA_BROKERS" --slot "$slot" --set postgres.create_slot=false \
     --set log.progress_interval_s=0 --set http.listen= \
-    --set kafka.properties.linger.ms=${LINGER_MS:-20} 2>"$work/$slot.log" &
+    ${LINGER_MS:+--set kafka.properties.linger.ms=$LINGER_MS} ${RELAY_ARGS:-} "$@" 2>"$work/$slot.log" &
   pid=$!
   if [ -n "$profile" ]; then  # measure the relay, perf's child
     perf_pid=$pid; pid=""

@@ -55,7 +55,9 @@ Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
       clock_(clock),
       tracker_(start),
       policy_(policy != nullptr ? policy : &ack_policy_),
-      metrics_(metrics) {
+      metrics_(metrics),
+      window_(options.min_inflight_bytes, options.max_inflight_bytes,
+              options.batching_delay_us) {
   stats_.confirmed = start;
   stats_.received = start;
   last_sent_flush_ = start;
@@ -66,7 +68,7 @@ Relay::Relay(const RelayOptions& options, ReplicationStream* stream,
 
 bool Relay::Backpressured() const {
   return stats_.inflight_events >= options_.max_inflight_events ||
-         stats_.inflight_bytes >= options_.max_inflight_bytes ||
+         stats_.inflight_bytes >= window_.bytes() ||
          tracker_.span() >= options_.max_tracked_events;
 }
 
@@ -81,6 +83,8 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
     turn_now_us_ = clock_->NowMicros();
     if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
     sink_->Poll(0);
+    window_.Update(turn_now_us_);
+    stats_.inflight_window_bytes = window_.bytes();
     if (!delivery_error_.ok()) return Shutdown(delivery_error_);
     if (absl::Status h = sink_->health(); !h.ok()) return Shutdown(h);
     if (absl::Status s = DeadLetterFailedDeliveries(); !s.ok()) {
@@ -161,6 +165,7 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
       ++stats_.inflight_events;
       stats_.inflight_bytes +=
           static_cast<int64_t>(record.key.size() + record.value.size());
+      if (window_.sampling()) window_.OnProduced(ticket, clock_->NowMicros());
       return absl::OkStatus();
     }
     if (!absl::IsResourceExhausted(s)) {
@@ -219,9 +224,12 @@ absl::Status Relay::Poison(const absl::Status& why, uint64_t ticket,
 }
 
 void Relay::OnDelivery(const DeliveryReport& report) {
+  const int64_t bytes = static_cast<int64_t>(report.record.key.size() +
+                                             report.record.value.size());
   --stats_.inflight_events;
-  stats_.inflight_bytes -= static_cast<int64_t>(report.record.key.size() +
-                                                report.record.value.size());
+  stats_.inflight_bytes -= bytes;
+  window_.OnReport(report.ticket, report.status.ok() ? bytes : 0,
+                   window_.sampled(report.ticket) ? clock_->NowMicros() : 0);
   bool to_dlq =
       options_.dead_letter && report.record.topic == options_.dead_letter_topic;
   if (report.status.ok()) {
@@ -355,7 +363,8 @@ void Relay::MaybeLogProgress() {
         absl::StrCat(stats_.received > confirmed ? stats_.received - confirmed
                                                  : 0)},
        {"lag_s", absl::StrCat(LagSeconds())},
-       {"inflight", absl::StrCat(stats_.inflight_events)}});
+       {"inflight", absl::StrCat(stats_.inflight_events)},
+       {"inflight_window_bytes", absl::StrCat(window_.bytes())}});
   last_progress_us_ = now;
   last_progress_events_ = stats_.events_delivered;
 }

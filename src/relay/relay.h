@@ -58,6 +58,7 @@
 #include "core/ack_tracker.h"
 #include "core/commit_policy.h"
 #include "core/commit_times.h"
+#include "core/inflight_window.h"
 #include "outbox/change.h"
 #include "outbox/clock.h"
 #include "outbox/decoder.h"
@@ -80,7 +81,14 @@ struct RelayOptions {
   // much added latency under load. 0 reads as soon as anything arrives.
   int read_coalesce_us = 1000;
   int64_t max_inflight_events = 10000;
+  // The cap of the in-flight byte window; the window itself follows what
+  // Kafka's acknowledgements need (InflightWindow), from
+  // min_inflight_bytes up.
   int64_t max_inflight_bytes = 4 << 20;
+  int64_t min_inflight_bytes = 256 << 10;
+  // The producer's linger.ms, in microseconds: part of how long a record
+  // stays in flight.
+  int64_t batching_delay_us = 5000;
   // Events from the oldest unacknowledged one to the newest read
   // (AckTracker::span()). Reaching it pauses reading like the in-flight
   // limits; it bounds the tracker and the commit-time index when one event
@@ -132,6 +140,7 @@ struct RelayStats {
   Lsn confirmed = kInvalidLsn;
   int64_t inflight_events = 0;
   int64_t inflight_bytes = 0;
+  int64_t inflight_window_bytes = 0;  // InflightWindow::bytes()
   int64_t confirmed_commit_time_us = 0;
   bool backpressured = false;
   // The topic whose missing ACL or absence ended the session
@@ -242,6 +251,7 @@ class Relay {
   // transaction with events. Pruned before every read and at every status
   // update.
   CommitTimes commit_times_;
+  InflightWindow window_;
   int64_t txn_commit_time_us_ = 0;  // of the open transaction
   // Wall clock read before serving reports: their delivery time.
   int64_t report_unix_us_ = 0;

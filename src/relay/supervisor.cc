@@ -92,6 +92,15 @@ RelayOptions PipelineOptions(const Config& config) {
   o.read_coalesce_us = static_cast<int>(config.postgres.read_coalesce_us);
   o.max_inflight_events = config.limits.max_inflight_events;
   o.max_inflight_bytes = config.limits.max_inflight_bytes;
+  // librdkafka's alias and its name; its own default (5) when neither is set.
+  for (const char* name : {"queue.buffering.max.ms", "linger.ms"}) {
+    auto it = config.kafka.properties.find(name);
+    double ms;
+    if (it != config.kafka.properties.end() &&
+        absl::SimpleAtod(it->second, &ms)) {
+      o.batching_delay_us = static_cast<int64_t>(ms * 1000);
+    }
+  }
   o.max_tracked_events = config.limits.max_tracked_events;
   o.dead_letter = config.outbox.on_invalid == OnInvalid::kDeadLetter;
   o.dead_letter_topic = config.outbox.dead_letter_topic;
