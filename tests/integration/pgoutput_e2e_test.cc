@@ -40,8 +40,15 @@ class PgOutputE2ETest : public RelayE2ETest,
 };
 
 TEST_P(PgOutputE2ETest, ConcurrentWritersArriveExactlyAsCommitted) {
-  StartRelay();
+  // In binary (the other tests use the default, auto, which is binary
+  // too): on refuses to start where the server cannot.
+  StartRelay({"--set", "postgres.pgoutput_binary=on"});
   ASSERT_TRUE(WaitActive()) << relay_->Output();
+  EXPECT_THAT(db_->Scalar("SELECT a.query FROM pg_stat_activity a JOIN "
+                          "pg_replication_slots s ON s.active_pid = a.pid "
+                          "WHERE s.slot_name = '" +
+                          slot_ + "'"),
+              HasSubstr("binary 'true'"));
   // The relay made the publication: inserts only, this table only.
   EXPECT_EQ(
       db_->Scalar("SELECT pubinsert::text || pubupdate::text || "
