@@ -18,6 +18,9 @@
 # acknowledged every event. Also samples the relay's peak RSS (VmHWM) and
 # CPU time from /proc. Durable PostgreSQL defaults.
 #
+# RELAY_ARGS adds arguments to every relay, e.g. RELAY_ARGS="--set
+# postgres.pgoutput_binary=off" to drain pgoutput in text.
+#
 # --stages also measures, in each run, what each stage of the relay costs
 # alone (bench/stage_cost.cc): receiving the same WAL through the relay's
 # libpq stream, plus decoding, plus routing (from a slot per plugin that is
@@ -49,6 +52,9 @@ BUILD_DIR=${OUTBOX_BUILD_DIR:-$OUTBOX_ROOT/build}
 CMAKE_BUILD_TYPE=Release "$OUTBOX_ROOT/scripts/setup.sh" "$BUILD_DIR" >/dev/null
 [ $stages = 0 ] || cmake --build "$BUILD_DIR" --target stage_cost >/dev/null
 RELAY="$BUILD_DIR/bin/outbox-relay"
+# RELAY_ARGS: more outbox-relay arguments, split on spaces (e.g.
+# "--set postgres.pgoutput_binary=off").
+read -ra relay_args <<<"${RELAY_ARGS:-}"
 bench_servers outbox-bench
 # Every drain has its own slot, all made before the backlog.
 bench_max_slots $(((2 * runs + stages) * ${#plugins[@]}))
@@ -109,7 +115,8 @@ for r in $(seq "$runs"); do
   "$RELAY" --pg "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
     --kafka "$OUTBOX_KAFKA_BROKERS" --slot "relay_${p}_$r" --set postgres.create_slot=false \
     --set postgres.plugin="$p" --set log.progress_interval_s=0 --set http.listen= \
-    --set kafka.properties.linger.ms=${LINGER_MS:-20} 2>"$work/relay_${p}_$r.log" &
+    --set kafka.properties.linger.ms=${LINGER_MS:-20} "${relay_args[@]}" \
+    2>"$work/relay_${p}_$r.log" &
   pid=$!
   hwm=0
   until [ "$(psql -qAt -c "SELECT confirmed_flush_lsn >= '$end_lsn' FROM pg_replication_slots WHERE slot_name = 'relay_${p}_$r'")" = t ]; do
