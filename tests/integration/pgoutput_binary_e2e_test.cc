@@ -3,7 +3,6 @@
 // binary as in text (one set of rows, decoded through both), the relay's
 // records are the same bytes either way, and a column of a type binary
 // cannot carry makes the relay stream in text (refused under `on`).
-#include <map>
 #include <set>
 
 #include "absl/strings/escaping.h"
@@ -33,15 +32,6 @@ void PrintTo(const OwnedColumn& c, std::ostream* os) {
 
 class PgOutputBinaryE2ETest : public RelayE2ETest {
  protected:
-  // The walsender's command for `slot` (its START_REPLICATION options).
-  std::string WalsenderCommand(const std::string& slot) {
-    return db_->Scalar(
-        "SELECT coalesce(max(a.query), '') FROM pg_stat_activity a JOIN "
-        "pg_replication_slots s ON s.active_pid = a.pid WHERE s.slot_name = "
-        "'" +
-        slot + "'");
-  }
-
   // Every Insert of the slot's pending changes, decoded with or without
   // binary 'true'; the raw messages go to *raw.
   std::vector<std::vector<OwnedColumn>> DecodeInserts(
@@ -242,8 +232,8 @@ TEST_F(PgOutputBinaryE2ETest, RecordsAreTheSameInBinaryAndText) {
       },
       30000))
       << relay_->Output() << second->Output();
-  EXPECT_THAT(WalsenderCommand(slot_), HasSubstr("binary 'true'"));
-  EXPECT_THAT(WalsenderCommand(slot_ + "_t"), Not(HasSubstr("binary")));
+  EXPECT_THAT(StartReplicationCommand(slot_), HasSubstr("binary 'true'"));
+  EXPECT_THAT(StartReplicationCommand(slot_ + "_t"), Not(HasSubstr("binary")));
   const std::vector<std::string> payloads = {
       "'{\"total\": 42, \"items\": [1, 2.5, -3e10, true, null]}'",
       "'{\"name\": \"Zoë 🚀 \\u00e9\", \"quote\": \"a\\\"b\\\\c\\n\"}'",
@@ -270,34 +260,8 @@ TEST_F(PgOutputBinaryE2ETest, RecordsAreTheSameInBinaryAndText) {
                      (n % 3 == 0 ? "true" : "false") + ", date '0100-02-03'") +
         ")");
   }
-  auto b = ConsumeUntil(
-      env_->kafka_brokers(), {"b." + aggtype_},
-      [&](const std::vector<KafkaMessage>& m) {
-        return m.size() >= payloads.size();
-      },
-      60000);
-  auto t = ConsumeUntil(
-      env_->kafka_brokers(), {"t." + aggtype_},
-      [&](const std::vector<KafkaMessage>& m) {
-        return m.size() >= payloads.size();
-      },
-      60000);
-  ASSERT_EQ(b.size(), payloads.size()) << relay_->Output();
-  ASSERT_EQ(t.size(), payloads.size()) << second->Output();
-  std::map<std::string, const KafkaMessage*> by_id;
-  for (const auto& m : t) by_id[m.Header("id")] = &m;
-  for (const auto& a : b) {
-    auto it = by_id.find(a.Header("id"));
-    ASSERT_NE(it, by_id.end()) << a.Header("id");
-    const KafkaMessage& c = *it->second;
-    EXPECT_EQ(a.key, c.key);
-    EXPECT_EQ(a.key_null, c.key_null);
-    EXPECT_EQ(a.value, c.value) << a.Header("id");
-    EXPECT_EQ(a.value_null, c.value_null);
-    EXPECT_EQ(a.headers, c.headers);
-    EXPECT_EQ(a.partition, c.partition);
-    EXPECT_EQ(a.timestamp_ms, c.timestamp_ms);
-  }
+  ExpectSameRecords("b." + aggtype_, "t." + aggtype_, payloads.size(), *relay_,
+                    *second, /*timestamps=*/true);
   second->Signal(SIGTERM);
   EXPECT_EQ(second->Wait(30000), 0) << second->Output();
   db_->Query("SELECT pg_drop_replication_slot('" + slot_ + "_t')")
@@ -316,7 +280,7 @@ TEST_F(PgOutputBinaryE2ETest, AnUnknownTypeMidStreamFallsBackToTextOnce) {
                        "postgres.publication=" + slot_ + "_pub"};
   StartRelay();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
-  EXPECT_THAT(WalsenderCommand(slot_), HasSubstr("binary 'true'"));
+  EXPECT_THAT(StartReplicationCommand(slot_), HasSubstr("binary 'true'"));
   std::vector<std::string> ids;
   const auto insert = [&](const std::string& extra_cols,
                           const std::string& extra_values) {
@@ -344,7 +308,7 @@ TEST_F(PgOutputBinaryE2ETest, AnUnknownTypeMidStreamFallsBackToTextOnce) {
   for (const auto& m : got) seen.insert(m.Header("id"));
   for (const std::string& want : ids) EXPECT_TRUE(seen.count(want)) << want;
   ASSERT_TRUE(WaitActive()) << relay_->Output();
-  EXPECT_THAT(WalsenderCommand(slot_), Not(HasSubstr("binary")));
+  EXPECT_THAT(StartReplicationCommand(slot_), Not(HasSubstr("binary")));
   relay_->Signal(SIGTERM);
   EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
   const std::string out = relay_->Output();
@@ -378,7 +342,7 @@ TEST_F(PgOutputBinaryE2ETest, AnUnknownTypeAtStartIsTextUnderAutoRefusedOn) {
   extra_relay_args_.resize(4);  // auto
   relay_ = Process::Start(RelayArgs(), dir_ + "/auto.log");
   ASSERT_TRUE(WaitActive()) << relay_->Output();
-  EXPECT_THAT(WalsenderCommand(slot_), Not(HasSubstr("binary")));
+  EXPECT_THAT(StartReplicationCommand(slot_), Not(HasSubstr("binary")));
   const std::string id = db_->Scalar("SELECT gen_random_uuid()");
   db_->Exec("INSERT INTO public." + table_ +
             " (id, aggregatetype, aggregateid, type, payload, mood) VALUES ('" +

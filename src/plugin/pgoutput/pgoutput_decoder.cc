@@ -125,6 +125,9 @@ struct PgOutputDecoder::State {
   // checks it.
   absl::Status ReadTuple(Reader& r, const Relation& rel, bool allow_unchanged,
                          std::vector<Column>* out);
+  // A value's Int32 length and bytes.
+  absl::Status ReadBytes(Reader& r, const RelationColumn& col,
+                         absl::string_view* value);
   absl::Status ReadValue(Reader& r, const RelationColumn& col, Column* out);
   // A 'b' value; `index` is its Column's in the tuple.
   absl::Status ReadBinaryValue(Reader& r, const RelationColumn& col,
@@ -226,15 +229,22 @@ absl::StatusOr<const Relation*> PgOutputDecoder::State::ReadRelationId(
   return it->second.get();
 }
 
-absl::Status PgOutputDecoder::State::ReadValue(Reader& r,
+absl::Status PgOutputDecoder::State::ReadBytes(Reader& r,
                                                const RelationColumn& col,
-                                               Column* out) {
+                                               absl::string_view* value) {
   uint32_t len;
-  absl::string_view text;
-  if (!r.U32(&len) || len > INT32_MAX || !r.Bytes(len, &text)) {
+  if (!r.U32(&len) || len > INT32_MAX || !r.Bytes(len, value)) {
     return Invalid(
         absl::StrCat("truncated value of column \"", col.name, "\""));
   }
+  return absl::OkStatus();
+}
+
+absl::Status PgOutputDecoder::State::ReadValue(Reader& r,
+                                               const RelationColumn& col,
+                                               Column* out) {
+  absl::string_view text;
+  if (absl::Status s = ReadBytes(r, col, &text); !s.ok()) return s;
   return Classify(col, text, out);
 }
 
@@ -242,12 +252,8 @@ absl::Status PgOutputDecoder::State::ReadBinaryValue(Reader& r,
                                                      const RelationColumn& col,
                                                      size_t index,
                                                      Column* out) {
-  uint32_t len;
   absl::string_view raw;
-  if (!r.U32(&len) || len > INT32_MAX || !r.Bytes(len, &raw)) {
-    return Invalid(
-        absl::StrCat("truncated value of column \"", col.name, "\""));
-  }
+  if (absl::Status s = ReadBytes(r, col, &raw); !s.ok()) return s;
   if (col.value_class == ValueClass::kBytes) {  // bytea_send: the bytes
     out->kind = ValueKind::kBytes;
     out->value = raw;
