@@ -33,6 +33,9 @@
 # runs each relay under `perf record` (self time per function; PERF_ARGS
 # overrides the sampling options, e.g. "--call-graph dwarf") and prints the
 # top entries of each profile; its CPU figures then include perf's cost.
+# RELAY_ARGS adds arguments to every relay, e.g. RELAY_ARGS="--set
+# postgres.pgoutput_binary=off" to drain pgoutput in text; LINGER_MS sets
+# every relay's linger.ms (default: the relay's own).
 #
 # --stages also measures, in each run, what each stage of the relay costs
 # alone (bench/stage_cost.cc): receiving the same WAL through the relay's

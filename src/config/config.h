@@ -47,6 +47,10 @@ enum class OnUpdate { kIgnore, kWarn, kError, kHalt };
 // postgres.state_dir, or a compacted Kafka topic (kafka.state_topic), so
 // instances need no disk of their own.
 enum class SlotMarkerStore { kFile, kKafka };
+// pgoutput's binary transfer (PostgreSQL 14+): auto uses it where the server
+// and every outbox column's type allow, on insists (refusing where they do
+// not), off streams text.
+enum class PgOutputBinary { kAuto, kOn, kOff };
 
 inline constexpr char kDefaultTopicTemplate[] = "outbox.event.{aggregatetype}";
 
@@ -63,6 +67,9 @@ struct PostgresConfig {
   // create it (FOR TABLE <outbox tables> WITH (publish = 'insert')).
   std::string publication = "outbox_relay";
   bool create_publication = true;
+  // pgoutput only: column values in their binary send format
+  // (plugin/pgoutput/pgoutput_binary.h).
+  PgOutputBinary pgoutput_binary = PgOutputBinary::kAuto;
   bool create_slot = true;
   // PostgreSQL 17+: the slot has failover enabled (created with it, or
   // altered), and the relay checks what a failover needs
@@ -280,6 +287,7 @@ absl::string_view EnumName(Compatibility v);
 absl::string_view EnumName(TimestampSource v);
 absl::string_view EnumName(OnUpdate v);
 absl::string_view EnumName(SlotMarkerStore v);
+absl::string_view EnumName(PgOutputBinary v);
 
 }  // namespace outbox
 

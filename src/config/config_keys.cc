@@ -80,6 +80,17 @@ std::vector<ConfigKey> BuildKeys() {
              "tables> WITH (publish = 'insert'), needs ownership of the "
              "tables); false: refuse with the SQL to run")
           .For(kRelayOnly));
+  add(Global("postgres.pgoutput_binary", G(postgres.pgoutput_binary),
+             "pgoutput only: stream column values in their binary send format "
+             "(PostgreSQL 14+), which moves text formatting from the "
+             "walsender to the relay; the records are the same. auto: where "
+             "the server is 14+ and every column of the outbox tables has a "
+             "type the relay can format (bool, integers, oid, numeric, "
+             "float4/8, text types, json, jsonb, bytea, uuid, date, "
+             "timestamp[tz]); a column of another type met later (ALTER "
+             "TABLE) restarts the session in text, logged once | on: refuse "
+             "to start where that is not so | off: text")
+          .For(kRelayOnly));
   add(Global("postgres.create_slot", G(postgres.create_slot),
              "create the slot (with postgres.plugin) when it does not exist, "
              "on a first "
@@ -485,6 +496,7 @@ constexpr absl::string_view kTimestampSourceNames[] = {"auto", "commit",
 constexpr absl::string_view kOnUpdateNames[] = {"ignore", "warn", "error",
                                                 "halt"};
 constexpr absl::string_view kSlotMarkerStoreNames[] = {"file", "kafka"};
+constexpr absl::string_view kPgOutputBinaryNames[] = {"auto", "on", "off"};
 
 template <typename E>
 struct EnumTraits;
@@ -520,6 +532,10 @@ struct EnumTraits<OnUpdate> {
 template <>
 struct EnumTraits<SlotMarkerStore> {
   static constexpr const auto& kNames = kSlotMarkerStoreNames;
+};
+template <>
+struct EnumTraits<PgOutputBinary> {
+  static constexpr const auto& kNames = kPgOutputBinaryNames;
 };
 
 template <typename E>
@@ -569,6 +585,7 @@ absl::string_view EnumName(Compatibility v) { return NameOf(v); }
 absl::string_view EnumName(TimestampSource v) { return NameOf(v); }
 absl::string_view EnumName(OnUpdate v) { return NameOf(v); }
 absl::string_view EnumName(SlotMarkerStore v) { return NameOf(v); }
+absl::string_view EnumName(PgOutputBinary v) { return NameOf(v); }
 
 bool ConfigKey::IsMap() const {
   if (global != nullptr) {

@@ -46,6 +46,11 @@ struct PluginOptions {
   // missing and `create_publication` allows it.
   std::string publication = "outbox_relay";
   bool create_publication = true;
+  // pgoutput: binary 'true' (PostgreSQL 14+) where the server and the
+  // tables' column types allow (kAuto), always (kOn: refuse where not), or
+  // never (kOff).
+  enum class Binary { kAuto, kOn, kOff };
+  Binary binary = Binary::kAuto;
 };
 
 // What the server is, as Prepare() needs it.
@@ -88,6 +93,18 @@ class OutputPlugin {
 
   // A decoder for one replication session (it may cache per session).
   virtual std::unique_ptr<Decoder> NewDecoder() const = 0;
+
+  // A session ended with *st (not OK). True when the plugin changed how it
+  // streams because of it, so the next session should start at once, from
+  // the slot's confirmed position (nothing past the record that ended this
+  // one was confirmed); *st is then the one line saying why. pgoutput: a
+  // column whose type its decoder cannot read in binary -> text for the rest
+  // of the process (or, under postgres.pgoutput_binary on, *st becomes
+  // FailedPrecondition and it returns false). Default: false, *st as is.
+  virtual bool RestartAfter(absl::Status* st) {
+    (void)st;
+    return false;
+  }
 };
 
 }  // namespace outbox

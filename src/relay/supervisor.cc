@@ -59,6 +59,17 @@ absl::StatusOr<std::unique_ptr<OutputPlugin>> MakePlugin(const Config& config,
   }
   o.publication = config.postgres.publication;
   o.create_publication = config.postgres.create_publication;
+  switch (config.postgres.pgoutput_binary) {
+    case PgOutputBinary::kAuto:
+      o.binary = PluginOptions::Binary::kAuto;
+      break;
+    case PgOutputBinary::kOn:
+      o.binary = PluginOptions::Binary::kOn;
+      break;
+    case PgOutputBinary::kOff:
+      o.binary = PluginOptions::Binary::kOff;
+      break;
+  }
   if (config.outbox.messages.enabled) {
     o.message_prefixes.push_back(config.outbox.messages.prefix);
   }
@@ -435,6 +446,10 @@ class RelaySupervisor {
       absl::Status end = Stream(*session);  // active, then draining
       if (end.ok()) break;
       if (exit_code_) return lifecycle_.Stop(*exit_code_);
+      if (restart_now_) {  // the plugin changed how it streams
+        restart_now_ = false;
+        continue;
+      }
       if (metrics_ != nullptr) metrics_->OnReconnect();
       lifecycle_.RetryAfter(
           blocked_state_.empty() ? "PostgreSQL" : "Kafka", end,
@@ -663,6 +678,8 @@ class RelaySupervisor {
                 session.sink.get(), RealClock(), server.slot_confirmed_flush,
                 metrics_, session.policy.get());
     absl::Status s = relay.Run(stop_);
+    // E.g. pgoutput's fallback from binary to text: s says why.
+    restart_now_ = !s.ok() && plugin_->RestartAfter(&s);
     const RelayStats& st = relay.stats();
     Log(s.ok() ? Severity::kInfo : Severity::kWarn, "session ended",
         {{"delivered", absl::StrCat(st.events_delivered)},
@@ -679,7 +696,7 @@ class RelaySupervisor {
              {"error", std::string(h.message())}});
       }
     }
-    if (s.ok()) return s;
+    if (s.ok() || restart_now_) return s;
     if (absl::IsInvalidArgument(s)) return Exit(kExitHalted, s);
     if (absl::IsDataLoss(s)) return Exit(kExitStream, s);
     if (absl::IsFailedPrecondition(s)) return Exit(kExitPrecondition, s);
@@ -737,6 +754,7 @@ class RelaySupervisor {
   RelayMetrics* const metrics_;
   Lifecycle lifecycle_;
   std::optional<int> exit_code_;
+  bool restart_now_ = false;  // the next session at once, no backoff
   const char* waiting_for_ = "PostgreSQL";  // what the last attempt met
   bool producer_logged_ = false;            // its properties, once per process
   // A missing ACL or topic ended the last session: the Kafka state until

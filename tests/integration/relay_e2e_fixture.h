@@ -244,6 +244,56 @@ class RelayE2ETest : public ::testing::Test {
     return duplicates;
   }
 
+  // The START_REPLICATION command (its options) of the walsender streaming
+  // `slot`, once there is one (not while it still creates the slot); "" if
+  // none within 30 s.
+  std::string StartReplicationCommand(const std::string& slot) {
+    std::string command;
+    WaitUntil(
+        [&] {
+          command = db_->Scalar(
+              "SELECT coalesce(max(a.query), '') FROM pg_stat_activity a "
+              "JOIN pg_replication_slots s ON s.active_pid = a.pid WHERE "
+              "s.slot_name = '" +
+              slot + "'");
+          return command.find("START_REPLICATION") != std::string::npos;
+        },
+        30000);
+    return command;
+  }
+
+  // Two relays' records of the same rows: reads `count` from each topic and
+  // expects them the same, matched by their "id" header: key, value (null
+  // included), headers, partition and, with `timestamps`, timestamp.
+  // `a` and `b` are the relays, for their output on a failure.
+  void ExpectSameRecords(const std::string& topic_a, const std::string& topic_b,
+                         size_t count, Process& a, Process& b,
+                         bool timestamps = false) {
+    const auto enough = [count](const std::vector<KafkaMessage>& m) {
+      return m.size() >= count;
+    };
+    auto got_a = ConsumeUntil(env_->kafka_brokers(), {topic_a}, enough, 60000);
+    auto got_b = ConsumeUntil(env_->kafka_brokers(), {topic_b}, enough, 60000);
+    ASSERT_EQ(got_a.size(), count) << a.Output();
+    ASSERT_EQ(got_b.size(), count) << b.Output();
+    std::map<std::string, const KafkaMessage*> by_id;
+    for (const auto& m : got_b) by_id[m.Header("id")] = &m;
+    for (const auto& x : got_a) {
+      auto it = by_id.find(x.Header("id"));
+      ASSERT_NE(it, by_id.end()) << x.Header("id");
+      const KafkaMessage& y = *it->second;
+      EXPECT_EQ(x.key, y.key);
+      EXPECT_EQ(x.key_null, y.key_null);
+      EXPECT_EQ(x.value, y.value) << x.Header("id");
+      EXPECT_EQ(x.value_null, y.value_null);
+      EXPECT_EQ(x.headers, y.headers);
+      EXPECT_EQ(x.partition, y.partition);
+      if (timestamps) {
+        EXPECT_EQ(x.timestamp_ms, y.timestamp_ms);
+      }
+    }
+  }
+
   // outbox-audit, the product's own check, on this test's table and topic
   // against the fixture's PostgreSQL and Kafka, with `extra` arguments.
   // Returns its exit code; *output gets what it printed. `terminal`: run

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "plugin/pgoutput/pgoutput_binary.h"
 #include "plugin/pgoutput/pgoutput_reader.h"
 #include "plugin/pgoutput/pgoutput_types.h"
 #include "plugin/wal2json/wal2json_text.h"
@@ -95,6 +96,19 @@ struct PgOutputDecoder::State {
   // Decoded bytea values, one after another (at most half the message).
   std::unique_ptr<char[]> bytes;
   char* bytes_next = nullptr;
+  // Text of the message's binary values, one after another; the Columns'
+  // views are set once the tuple is read (`patches`), as it may move.
+  std::string formatted;
+  struct Patch {
+    size_t column;  // index in the tuple's Columns
+    size_t offset;  // in `formatted`
+    size_t size;
+  };
+  std::vector<Patch> patches;
+
+  // binary 'true' was requested: Relations must be formattable.
+  bool binary = false;
+  PgOutputDecoder::Unformattable* unformattable = nullptr;
 
   absl::flat_hash_map<uint32_t, std::unique_ptr<Relation>> relations;
   absl::flat_hash_map<uint32_t, std::string> type_names;  // from Y messages
@@ -111,7 +125,16 @@ struct PgOutputDecoder::State {
   // checks it.
   absl::Status ReadTuple(Reader& r, const Relation& rel, bool allow_unchanged,
                          std::vector<Column>* out);
+  // A value's Int32 length and bytes.
+  absl::Status ReadBytes(Reader& r, const RelationColumn& col,
+                         absl::string_view* value);
   absl::Status ReadValue(Reader& r, const RelationColumn& col, Column* out);
+  // A 'b' value; `index` is its Column's in the tuple.
+  absl::Status ReadBinaryValue(Reader& r, const RelationColumn& col,
+                               size_t index, Column* out);
+  // Sets out's kind and value from a value's text, as text mode gives it.
+  absl::Status Classify(const RelationColumn& col, absl::string_view text,
+                        Column* out);
   std::string TypeName(uint32_t oid, int32_t typmod) const;
 };
 
@@ -123,6 +146,7 @@ absl::string_view PgOutputDecoder::State::CopyInput(absl::string_view data) {
   }
   if (!data.empty()) std::memcpy(input.get(), data.data(), data.size());
   bytes_next = bytes.get();
+  formatted.clear();
   return absl::string_view(input.get(), data.size());
 }
 
@@ -177,6 +201,16 @@ absl::Status PgOutputDecoder::State::ReadRelation(Reader& r) {
     col.typmod = static_cast<int32_t>(typmod);
     col.type = TypeName(col.type_oid, col.typmod);
     col.value_class = pgoutput::ClassOf(col.type_oid);
+    if (binary && !pgoutput::HasBinaryFormat(col.type_oid)) {
+      if (unformattable != nullptr) {
+        *unformattable = {absl::StrCat(rel->schema, ".", rel->name), col.name,
+                          col.type};
+      }
+      return Invalid(absl::StrCat("column \"", col.name, "\" of ", rel->schema,
+                                  ".", rel->name, " has type ", col.type,
+                                  ", whose binary format the relay cannot "
+                                  "read (postgres.pgoutput_binary)"));
+    }
   }
   if (!r.AtEnd()) return Invalid("bytes after the end of a Relation message");
   relations[oid] = std::move(rel);
@@ -195,15 +229,55 @@ absl::StatusOr<const Relation*> PgOutputDecoder::State::ReadRelationId(
   return it->second.get();
 }
 
-absl::Status PgOutputDecoder::State::ReadValue(Reader& r,
+absl::Status PgOutputDecoder::State::ReadBytes(Reader& r,
                                                const RelationColumn& col,
-                                               Column* out) {
+                                               absl::string_view* value) {
   uint32_t len;
-  absl::string_view text;
-  if (!r.U32(&len) || len > INT32_MAX || !r.Bytes(len, &text)) {
+  if (!r.U32(&len) || len > INT32_MAX || !r.Bytes(len, value)) {
     return Invalid(
         absl::StrCat("truncated value of column \"", col.name, "\""));
   }
+  return absl::OkStatus();
+}
+
+absl::Status PgOutputDecoder::State::ReadValue(Reader& r,
+                                               const RelationColumn& col,
+                                               Column* out) {
+  absl::string_view text;
+  if (absl::Status s = ReadBytes(r, col, &text); !s.ok()) return s;
+  return Classify(col, text, out);
+}
+
+absl::Status PgOutputDecoder::State::ReadBinaryValue(Reader& r,
+                                                     const RelationColumn& col,
+                                                     size_t index,
+                                                     Column* out) {
+  absl::string_view raw;
+  if (absl::Status s = ReadBytes(r, col, &raw); !s.ok()) return s;
+  if (col.value_class == ValueClass::kBytes) {  // bytea_send: the bytes
+    out->kind = ValueKind::kBytes;
+    out->value = raw;
+    return absl::OkStatus();
+  }
+  absl::string_view text;
+  bool appended = false;
+  if (!pgoutput::FormatBinary(col.type_oid, raw, &formatted, &text,
+                              &appended)) {
+    return Invalid(absl::StrCat("bad binary ", col.type, " value in column \"",
+                                col.name, "\""));
+  }
+  if (absl::Status s = Classify(col, text, out); !s.ok()) return s;
+  if (appended && out->value.data() == text.data()) {
+    patches.push_back({index,
+                       static_cast<size_t>(text.data() - formatted.data()),
+                       text.size()});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PgOutputDecoder::State::Classify(const RelationColumn& col,
+                                              absl::string_view text,
+                                              Column* out) {
   out->value = text;
   switch (col.value_class) {
     case ValueClass::kText:
@@ -250,6 +324,7 @@ absl::Status PgOutputDecoder::State::ReadTuple(Reader& r, const Relation& rel,
                                 rel.schema, ".", rel.name, " has ",
                                 rel.columns.size()));
   }
+  patches.clear();
   for (const RelationColumn& col : rel.columns) {
     uint8_t kind;
     if (!r.U8(&kind)) return Invalid("truncated tuple");
@@ -268,11 +343,15 @@ absl::Status PgOutputDecoder::State::ReadTuple(Reader& r, const Relation& rel,
         }
         break;  // left out, as wal2json leaves it out
       case 't':
+      case 'b':
         if (out != nullptr) {
+          const size_t index = out->size();
           Column& c = out->emplace_back();
           c.name = col.name;
           c.type = col.type;
-          if (absl::Status s = ReadValue(r, col, &c); !s.ok()) return s;
+          absl::Status s = kind == 't' ? ReadValue(r, col, &c)
+                                       : ReadBinaryValue(r, col, index, &c);
+          if (!s.ok()) return s;
         } else {
           uint32_t len;
           absl::string_view skipped;
@@ -281,12 +360,15 @@ absl::Status PgOutputDecoder::State::ReadTuple(Reader& r, const Relation& rel,
           }
         }
         break;
-      case 'b':
-        return Invalid(absl::StrCat("binary value in column \"", col.name,
-                                    "\" (binary was not requested)"));
       default:
         return Invalid(absl::StrCat("unknown tuple value kind 0x",
                                     absl::Hex(kind, absl::kZeroPad2)));
+    }
+  }
+  if (out != nullptr) {
+    for (const Patch& p : patches) {
+      (*out)[p.column].value =
+          absl::string_view(formatted.data() + p.offset, p.size);
     }
   }
   return absl::OkStatus();
@@ -294,7 +376,11 @@ absl::Status PgOutputDecoder::State::ReadTuple(Reader& r, const Relation& rel,
 
 // ---------------------------------------------------------------------------
 
-PgOutputDecoder::PgOutputDecoder() : state_(std::make_unique<State>()) {}
+PgOutputDecoder::PgOutputDecoder(bool binary, Unformattable* unformattable)
+    : state_(std::make_unique<State>()) {
+  state_->binary = binary;
+  state_->unformattable = unformattable;
+}
 PgOutputDecoder::~PgOutputDecoder() = default;
 
 absl::Status PgOutputDecoder::Decode(absl::string_view data, Change* out) {

@@ -35,14 +35,21 @@
 // InvalidArgument: the relay never requests them, and a streamed chunk
 // arrives before its transaction commits.
 //
-// Column values, text format only: 'n' -> kNull; 't' by the column's type
+// Column values: 'n' -> kNull; 't' (text) by the column's type
 // OID (see pgoutput_types.h): bool "t"/"f" -> kBool "true"/"false"; bytea
 // "\x..." -> kBytes, raw bytes (escape format is an error: the connection
 // must set bytea_output = hex); int2/int4/int8/oid/float4/float8/numeric
 // -> kNumber, the text as is, except NaN, Infinity and -Infinity -> kNull,
 // as wal2json prints null for them; any other type (json and jsonb
-// included: their text is the JSON) -> kText, the text as is. 'b' (binary)
-// is an error. So an outbox row gives the Router the same bytes as wal2json.
+// included: their text is the JSON) -> kText, the text as is. So an outbox
+// row gives the Router the same bytes as wal2json. 'b' (binary, pgoutput's
+// `binary 'true'`, PostgreSQL 14+): bytea -> kBytes, the bytes as sent;
+// the other types pgoutput_binary.h knows are turned back into the text
+// their output function gives (on the replication connection's settings),
+// then classified as above, so each Column is byte for byte what text mode
+// gives; a 'b' value of any other type is an error. A decoder made for
+// binary refuses a Relation with a column of a type it cannot format, before
+// any row of it: the session must restart in text (see Unformattable).
 // Column::type spells built-in types as wal2json does ("jsonb", "character
 // varying(20)", "integer[]"); other types get their Type message's name,
 // schema-qualified unless in public (which differs from wal2json for a
@@ -69,6 +76,7 @@
 #define OUTBOX_DECODE_PGOUTPUT_DECODER_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -80,7 +88,19 @@ namespace outbox {
 
 class PgOutputDecoder final : public Decoder {
  public:
-  PgOutputDecoder();
+  // The table, column and type of the Relation a binary decoder refused.
+  struct Unformattable {
+    std::string table;  // schema.name
+    std::string column;
+    std::string type;  // Column::type's spelling
+  };
+
+  // With `binary` (the session asked for binary 'true'), a Relation with a
+  // column whose type pgoutput_binary cannot format is InvalidArgument,
+  // naming it, and also recorded in *unformattable when not null (which
+  // must outlive the decoder).
+  explicit PgOutputDecoder(bool binary = false,
+                           Unformattable* unformattable = nullptr);
   ~PgOutputDecoder() override;
   PgOutputDecoder(const PgOutputDecoder&) = delete;
   PgOutputDecoder& operator=(const PgOutputDecoder&) = delete;

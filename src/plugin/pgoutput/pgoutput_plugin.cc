@@ -5,9 +5,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "outbox/status_macros.h"
+#include "plugin/pgoutput/pgoutput_binary.h"
 #include "plugin/pgoutput/pgoutput_decoder.h"
 #include "plugin/plugin_setup.h"
 
@@ -65,6 +67,82 @@ std::string PgOutputPlugin::CreatePublicationSql(
 
 absl::Status PgOutputPlugin::Prepare(PgConnection& conn,
                                      const PluginServer& server) {
+  RETURN_IF_ERROR(PreparePublication(conn, server));
+  return ChooseBinary(conn, server);
+}
+
+absl::Status PgOutputPlugin::ChooseBinary(PgConnection& conn,
+                                          const PluginServer& server) {
+  binary_ = false;
+  unformattable_ = {};
+  const bool on = options_.binary == PluginOptions::Binary::kOn;
+  if (options_.binary == PluginOptions::Binary::kOff || text_only_) {
+    return absl::OkStatus();
+  }
+  if (server.version_num < 140000) {
+    if (!on) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "postgres.pgoutput_binary is on, but PostgreSQL ", server.version_num,
+        " has no binary transfer (14+): set it to auto or off"));
+  }
+  if (!options_.tables.empty()) {
+    std::vector<std::string> tables;
+    for (const auto& t : options_.tables) {
+      tables.push_back(
+          absl::StrCat(conn.Literal(absl::StrCat(QuoteIdent(t.schema), ".",
+                                                 QuoteIdent(t.name))),
+                       "::regclass"));
+    }
+    ASSIGN_OR_RETURN(
+        PgResult cols,
+        conn.Query(absl::StrCat(
+            "SELECT n.nspname || '.' || c.relname, a.attname, a.atttypid, "
+            "format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute "
+            "a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN "
+            "pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE "
+            "a.attnum > 0 AND NOT a.attisdropped AND a.attrelid IN (",
+            absl::StrJoin(tables, ", "), ") ORDER BY a.attrelid, a.attnum")));
+    for (int i = 0; i < PgConnection::Rows(cols); ++i) {
+      uint32_t oid = 0;
+      if (!absl::SimpleAtoi(PgConnection::Value(cols, i, 2), &oid) ||
+          !pgoutput::HasBinaryFormat(oid)) {
+        if (!on) return absl::OkStatus();
+        return absl::FailedPreconditionError(absl::StrCat(
+            "postgres.pgoutput_binary is on, but column \"",
+            PgConnection::Value(cols, i, 1), "\" of ",
+            PgConnection::Value(cols, i, 0), " has type ",
+            PgConnection::Value(cols, i, 3),
+            ", whose binary format the relay cannot read: set it to auto "
+            "(text for such tables) or off"));
+      }
+    }
+  }
+  binary_ = true;
+  return absl::OkStatus();
+}
+
+bool PgOutputPlugin::RestartAfter(absl::Status* st) {
+  if (!binary_ || unformattable_.table.empty()) return false;
+  const std::string what =
+      absl::StrCat("column \"", unformattable_.column, "\" of ",
+                   unformattable_.table, " has type ", unformattable_.type,
+                   ", whose binary format the relay cannot read");
+  if (options_.binary == PluginOptions::Binary::kOn) {
+    *st = absl::FailedPreconditionError(
+        absl::StrCat("postgres.pgoutput_binary is on, but ", what,
+                     ": set it to auto (text for such tables) or off"));
+    return false;
+  }
+  text_only_ = true;
+  *st = absl::AbortedError(absl::StrCat(
+      what,
+      ": streaming in text (postgres.pgoutput_binary auto) from the "
+      "last confirmed position on"));
+  return true;
+}
+
+absl::Status PgOutputPlugin::PreparePublication(PgConnection& conn,
+                                                const PluginServer& server) {
   RETURN_IF_ERROR(CheckOutputPluginAllowed(conn, name()));
   const std::string pub = conn.Literal(options_.publication);
   ASSIGN_OR_RETURN(
@@ -253,6 +331,7 @@ std::string PgOutputPlugin::StartOptions(const PluginServer& server) const {
   names.push_back('"');
   std::string out = absl::StrCat("proto_version '1', publication_names ",
                                  StartOptionValue(names));
+  if (binary_) absl::StrAppend(&out, ", binary 'true'");
   // pgoutput sends every logical message or none; the decoder and relay
   // keep the configured prefixes.
   if (!options_.message_prefixes.empty()) {
@@ -274,7 +353,8 @@ absl::Status PgOutputPlugin::Explain(absl::Status st) const {
 }
 
 std::unique_ptr<Decoder> PgOutputPlugin::NewDecoder() const {
-  return std::make_unique<PgOutputDecoder>();
+  unformattable_ = {};
+  return std::make_unique<PgOutputDecoder>(binary_, &unformattable_);
 }
 
 }  // namespace outbox

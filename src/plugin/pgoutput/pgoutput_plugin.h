@@ -1,6 +1,6 @@
 // PgOutputPlugin: PostgreSQL's built-in pgoutput plugin (protocol version
-// 1, text values), for servers without wal2json. Every PostgreSQL from 10
-// has it; the relay supports 14 and later.
+// 1; text values, or binary ones on 14+), for servers without wal2json. Every
+// PostgreSQL from 10 has it; the relay supports 14 and later.
 //
 // pgoutput streams the tables of a publication. Prepare() checks that
 // `PluginOptions::publication` exists, publishes inserts and covers every
@@ -15,7 +15,12 @@
 //
 // START_REPLICATION asks for proto_version 1 and the publication; logical
 // messages only when prefixes are configured (pgoutput cannot filter them
-// by prefix), never streaming of in-progress transactions.
+// by prefix), never streaming of in-progress transactions; binary 'true'
+// (PostgreSQL 14+) when PluginOptions::binary allows and, as Prepare()
+// finds, every column of the outbox tables has a type the decoder can
+// format (pgoutput_binary.h). A column of another type that appears later
+// (ALTER TABLE) ends the session at its Relation message, before any of its
+// rows: RestartAfter() then switches to text for the rest of the process.
 #ifndef OUTBOX_PLUGIN_PGOUTPUT_PGOUTPUT_PLUGIN_H_
 #define OUTBOX_PLUGIN_PGOUTPUT_PGOUTPUT_PLUGIN_H_
 
@@ -24,6 +29,7 @@
 #include <utility>
 
 #include "plugin/output_plugin.h"
+#include "plugin/pgoutput/pgoutput_decoder.h"
 
 namespace outbox {
 
@@ -41,6 +47,10 @@ class PgOutputPlugin final : public OutputPlugin {
   std::string StartOptions(const PluginServer& server) const override;
   absl::Status Explain(absl::Status st) const override;
   std::unique_ptr<Decoder> NewDecoder() const override;
+  bool RestartAfter(absl::Status* st) override;
+
+  // Whether the last Prepare() chose binary 'true'.
+  bool binary() const { return binary_; }
 
   // The statement that creates the publication (for errors and docs), or
   // one of the same tables under `publication`; identifiers quoted as
@@ -64,7 +74,16 @@ class PgOutputPlugin final : public OutputPlugin {
   // without a column the mapping reads, is refused with the ALTER
   // PUBLICATION that removes it.
   absl::Status CheckFilters(PgConnection& conn) const;
+  // The publication checks of Prepare().
+  absl::Status PreparePublication(PgConnection& conn,
+                                  const PluginServer& server);
+  // Sets binary_ from the options, the server and the tables' column types.
+  absl::Status ChooseBinary(PgConnection& conn, const PluginServer& server);
   PluginOptions options_;
+  bool binary_ = false;
+  bool text_only_ = false;  // a session met a type binary cannot carry
+  // What the session's decoder refused (its table empty if nothing).
+  mutable PgOutputDecoder::Unformattable unformattable_;
 };
 
 }  // namespace outbox

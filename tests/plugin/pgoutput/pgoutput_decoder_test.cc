@@ -430,7 +430,7 @@ TEST_F(PgOutputDecoderTest, RejectsTuplesThatDoNotFitTheRelation) {
   EXPECT_THAT(Error(insert_with(PgMessage('u'))),
               HasSubstr("unchanged TOAST value outside an Update"));
   EXPECT_THAT(Error(insert_with(PgMessage('b').U32(1).U8(1))),
-              HasSubstr("binary was not requested"));
+              HasSubstr("bad binary uuid value in column \"id\""));
   EXPECT_THAT(Error(insert_with(PgMessage('x'))),
               HasSubstr("unknown tuple value kind 0x78"));
   EXPECT_THAT(Error(insert_with(PgMessage('t').U32(0x80000000))),
@@ -576,6 +576,136 @@ TEST_F(PgOutputDecoderTest, ABadRelationMessageKeepsTheCache) {
       Relation(kOutboxOid, "public", "changed", {{"only", 25}}).str();
   EXPECT_FALSE(Bad(bad.substr(0, bad.size() - 1)).ok());
   EXPECT_EQ(Ok(OutboxInsert()).table, "outbox");
+}
+
+}  // namespace
+}  // namespace outbox
+
+namespace outbox {
+namespace {
+
+using ::outbox::testing::PgMessage;
+
+PgMessage Binary(absl::string_view raw) {
+  PgMessage m('b');
+  m.U32(static_cast<uint32_t>(raw.size()));
+  return m.Raw(raw);
+}
+
+TEST(PgOutputBinaryDecoderTest, BinaryValuesBecomeTheirTextModeColumns) {
+  PgOutputDecoder decoder(/*binary=*/true);
+  Change c;
+  ASSERT_TRUE(decoder
+                  .Decode(PgMessage('R')
+                              .U32(9)
+                              .Str("public")
+                              .Str("t")
+                              .U8('d')
+                              .U16(7)
+                              .U8(0)
+                              .Str("n")
+                              .U32(1700)
+                              .U32(0xFFFFFFFF)
+                              .U8(0)
+                              .Str("f")
+                              .U32(701)
+                              .U32(0xFFFFFFFF)
+                              .U8(0)
+                              .Str("i")
+                              .U32(23)
+                              .U32(0xFFFFFFFF)
+                              .U8(0)
+                              .Str("b")
+                              .U32(16)
+                              .U32(0xFFFFFFFF)
+                              .U8(0)
+                              .Str("by")
+                              .U32(17)
+                              .U32(0xFFFFFFFF)
+                              .U8(0)
+                              .Str("j")
+                              .U32(3802)
+                              .U32(0xFFFFFFFF)
+                              .U8(0)
+                              .Str("t")
+                              .U32(25)
+                              .U32(0xFFFFFFFF),
+                          &c)
+                  .ok());
+  // numeric NaN, then a numeric with a display scale long enough to make
+  // the decoder's text buffer grow past the earlier values.
+  std::string nan("\0\0\0\0\xC0\0\0\0", 8);
+  std::string tiny("\0\x01\xfc\x18\0\0\x0f\xa0\0\x01", 10);  // 1e-4000
+  std::string f8("\x3f\xb9\x99\x99\x99\x99\x99\x9a", 8);     // 0.1
+  std::string i4("\xff\xff\xff\xfe", 4);                     // -2
+  for (const std::string& n : {nan, tiny}) {
+    absl::Status s = decoder.Decode(PgMessage('I')
+                                        .U32(9)
+                                        .U8('N')
+                                        .U16(7)
+                                        .Raw(Binary(n))
+                                        .Raw(Binary(f8))
+                                        .Raw(Binary(i4))
+                                        .Raw(Binary(std::string(1, '\1')))
+                                        .Raw(Binary(std::string("\0\xff", 2)))
+                                        .Raw(Binary("\x01{\"a\": 1}"))
+                                        .Text("text"),
+                                    &c);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(c.columns.size(), 7u);
+    if (n == nan) {
+      EXPECT_EQ(c.columns[0].kind, ValueKind::kNull);
+      EXPECT_EQ(c.columns[0].value, "");
+    } else {
+      EXPECT_EQ(c.columns[0].kind, ValueKind::kNumber);
+      EXPECT_EQ(c.columns[0].value,
+                "0." + std::string(4000, '0').substr(1) + "1");
+    }
+    EXPECT_EQ(c.columns[1].kind, ValueKind::kNumber);
+    EXPECT_EQ(c.columns[1].value, "0.1");
+    EXPECT_EQ(c.columns[2].kind, ValueKind::kNumber);
+    EXPECT_EQ(c.columns[2].value, "-2");
+    EXPECT_EQ(c.columns[3].kind, ValueKind::kBool);
+    EXPECT_EQ(c.columns[3].value, "true");
+    EXPECT_EQ(c.columns[4].kind, ValueKind::kBytes);
+    EXPECT_EQ(c.columns[4].value, std::string("\0\xff", 2));
+    EXPECT_EQ(c.columns[5].kind, ValueKind::kText);
+    EXPECT_EQ(c.columns[5].value, "{\"a\": 1}");
+    EXPECT_EQ(c.columns[6].value, "text");
+  }
+}
+
+TEST(PgOutputBinaryDecoderTest, ARelationWithATypeItCannotFormatIsRefused) {
+  PgOutputDecoder::Unformattable refused;
+  PgOutputDecoder decoder(/*binary=*/true, &refused);
+  Change c;
+  const PgMessage type = PgMessage('Y').U32(16400).Str("").Str("mood");
+  const PgMessage relation = PgMessage('R')
+                                 .U32(9)
+                                 .Str("public")
+                                 .Str("t")
+                                 .U8('d')
+                                 .U16(2)
+                                 .U8(0)
+                                 .Str("id")
+                                 .U32(23)
+                                 .U32(0xFFFFFFFF)
+                                 .U8(0)
+                                 .Str("m")
+                                 .U32(16400)
+                                 .U32(0xFFFFFFFF);
+  ASSERT_TRUE(decoder.Decode(type, &c).ok());
+  absl::Status s = decoder.Decode(relation, &c);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(),
+              ::testing::HasSubstr("column \"m\" of public.t has type mood"));
+  EXPECT_EQ(refused.table, "public.t");
+  EXPECT_EQ(refused.column, "m");
+  EXPECT_EQ(refused.type, "mood");
+  // In text, the same relation is fine.
+  PgOutputDecoder text;
+  ASSERT_TRUE(text.Decode(type, &c).ok());
+  EXPECT_TRUE(text.Decode(relation, &c).ok());
 }
 
 }  // namespace
