@@ -420,6 +420,14 @@ std::vector<ConfigKey> BuildKeys() {
           .Min(1)
           .Bytes()
           .For(kRelayOnly));
+  add(Global("limits.min_inflight_bytes", G(limits.min_inflight_bytes),
+             "the floor of the in-flight byte window, which follows twice "
+             "the delivery rate times the acknowledgement time up to "
+             "limits.max_inflight_bytes; equal to it, a fixed window "
+             "(KiB/MiB/GiB suffixes allowed)")
+          .Min(1)
+          .Bytes()
+          .For(kRelayOnly));
   add(Global("limits.max_tracked_events", G(limits.max_tracked_events),
              "events read from the oldest one Kafka has not acknowledged on, "
              "acknowledged ones behind it included, before reading pauses: "

@@ -103,6 +103,7 @@ RelayOptions PipelineOptions(const Config& config) {
   o.read_coalesce_us = static_cast<int>(config.postgres.read_coalesce_us);
   o.max_inflight_events = config.limits.max_inflight_events;
   o.max_inflight_bytes = config.limits.max_inflight_bytes;
+  o.min_inflight_bytes = config.limits.min_inflight_bytes;
   // librdkafka's alias and its name; its own default (5) when neither is set.
   for (const char* name : {"queue.buffering.max.ms", "linger.ms"}) {
     auto it = config.kafka.properties.find(name);
