@@ -64,7 +64,7 @@ def loadgen(a, run, rate, seconds, out=None):
     """One open-loop load; returns outbox-loadgen's JSON summary."""
     cmd = [os.path.join(a.bin, "outbox-loadgen"), "--pg", os.environ["OUTBOX_PG_CONNINFO"],
            "--rate", str(rate), "--seconds", str(seconds), "--writers", str(a.writers),
-           "--run", run, "--max-seconds", str(2 * seconds)]
+           "--run", run, "--max-seconds", str(2 * seconds), "--per-txn", str(a.per_txn)]
     if out:
         cmd += ["--out", out]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
@@ -220,6 +220,8 @@ def main():
     p.add_argument("--rates", default="200,1000,3000")
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--writers", type=int, default=32)
+    p.add_argument("--per-txn", type=int, default=1,
+                   help="events per writer transaction (outbox-loadgen --per-txn)")
     p.add_argument("--saturate", action="store_true",
                    help="after the rates given, keep doubling until each system saturates")
     p.add_argument("--max-rate", type=int, default=64000)
@@ -379,7 +381,7 @@ def report_eos(a, rates, systems, results):
     L = [begin, "## Exactly-once against at-least-once: steady-load latency (bench/latency.py)", ""]
     L.append("Command: `" + " ".join(["bench/run.sh"] + a.argv.split()) + "`, run on "
              f"{time.strftime('%Y-%m-%d')}. The steady load of the section above (outbox-loadgen: "
-             f"one event per durable transaction from {a.writers} connections, open loop, "
+             f"{a.per_txn} event(s) per durable transaction from {a.writers} connections, open loop, "
              f"{a.seconds:g} s per measurement; outbox-latency-consumer stamps arrivals), "
              f"{a.reps} repetitions interleaved: in each, every rate is measured for every "
              "system in turn, the order of the systems rotating at each measurement, each "
@@ -503,7 +505,7 @@ def report(a, rates, results, plotfile):
     f = lambda v: "–" if v is None else f"{v:.1f}"
     L = [BEGIN_MARK, "## Steady load: end-to-end latency (bench/latency.py)", ""]
     L.append("Command: `" + " ".join(["bench/run.sh"] + a.argv.split()) + "`, run on "
-             f"{time.strftime('%Y-%m-%d')}. outbox-loadgen (C++, libpq) inserts one event "
+             f"{time.strftime('%Y-%m-%d')}. outbox-loadgen (C++, libpq) inserts {a.per_txn} event(s) "
              f"per durable transaction from {a.writers} connections on an open-loop "
              f"schedule for {a.seconds:g} s per rate (event i due at t0 + i/rate; a late "
              "writer sends at once and the delay counts), each payload (~350 bytes) "

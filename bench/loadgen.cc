@@ -3,17 +3,21 @@
 //
 //   outbox-loadgen --pg CONNINFO --rate R --seconds S [--writers W]
 //                  [--run TAG] [--aggregatetype order] [--out FILE]
-//                  [--max-seconds M]
+//                  [--max-seconds M] [--per-txn K]
 //
 // Inserts R*S outbox rows, one per transaction (autocommit, durable commit as
-// the server is configured). Event i is due at t0 + i/R whatever happened to
-// earlier events (open loop, no coordinated omission): W writer threads, each
-// with its own connection, take the next event number, sleep until its due
-// time (CLOCK_REALTIME, absolute) and insert it; a writer that is late sends
-// at once and the delay shows as lateness. Each payload is about 350 bytes of
-// JSON carrying {"run": TAG, "seq": i, "sched_ns": due, "sent_ns": send time}
-// (nanoseconds since the epoch), which every relay delivers byte for byte, so
-// a consumer on the same clock (outbox-latency-consumer) can measure latency.
+// the server is configured), or K per transaction with --per-txn K: a
+// transaction of events i..i+K-1 starts when the last of them is due, so
+// the earlier ones wait for it and that wait counts as their latency from
+// the scheduled time (not from the commit). Event i is due at t0 + i/R whatever
+// happened to earlier events (open loop, no coordinated omission): W writer
+// threads, each with its own connection, take the next event number, sleep
+// until its due time (CLOCK_REALTIME, absolute) and insert it; a writer that is
+// late sends at once and the delay shows as lateness. Each payload is about 350
+// bytes of JSON carrying {"run": TAG, "seq": i, "sched_ns": due, "sent_ns":
+// send time} (nanoseconds since the epoch), which every relay delivers byte for
+// byte, so a consumer on the same clock (outbox-latency-consumer) can measure
+// latency.
 //
 // Past saturation the writers fall ever further behind; --max-seconds M stops
 // sending M seconds after the start (M >= S), and the events not sent by then
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
   std::string conninfo, run = "run", aggregatetype = "order", out;
   double rate = 0, seconds = 0, max_seconds = 0;
   int writers = 16;
+  int per_txn = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) usage(("missing value for " + a).c_str());
@@ -110,6 +115,8 @@ int main(int argc, char** argv) {
       aggregatetype = v;
     } else if (a == "--out") {
       out = v;
+    } else if (a == "--per-txn") {
+      per_txn = std::atoi(v);
     } else if (a == "--max-seconds") {
       max_seconds = std::atof(v);
     } else {
@@ -118,6 +125,7 @@ int main(int argc, char** argv) {
   }
   if (rate <= 0 || seconds <= 0 || writers <= 0)
     usage("--rate, --seconds and --writers must be positive");
+  if (per_txn < 1) usage("--per-txn must be positive");
   if (max_seconds != 0 && max_seconds < seconds)
     usage("--max-seconds must be at least --seconds");
   if (run.find_first_of("\"\\") != std::string::npos)
@@ -154,39 +162,63 @@ int main(int argc, char** argv) {
                              ? t0 + static_cast<int64_t>(max_seconds * 1e9)
                              : INT64_MAX;
 
+  // One statement on connection c; false (and the error kept) on failure.
+  auto exec = [&](PGconn* c, const char* sql) {
+    PGresult* r = PQexec(c, sql);
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      if (first_error.empty()) first_error = PQerrorMessage(c);
+    }
+    return ok;
+  };
   auto writer = [&](PGconn* c) {
     std::string payload, aggid;
     for (;;) {
-      const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= n) return;
-      Event& e = events[i];
-      e.sched_ns = t0 + static_cast<int64_t>(std::llround(i * period_ns));
-      sleep_until(e.sched_ns);
-      e.sent_ns = now_ns();
-      if (e.sent_ns > cutoff) {
-        e.sent_ns = 0;  // unsent, and so is every later event
-        return;
+      // A transaction: events first..last, started when the last is due.
+      const int64_t first = next.fetch_add(per_txn, std::memory_order_relaxed);
+      if (first >= n) return;
+      const int64_t last = std::min<int64_t>(first + per_txn, n) - 1;
+      for (int64_t i = first; i <= last; ++i) {
+        events[i].sched_ns =
+            t0 + static_cast<int64_t>(std::llround(i * period_ns));
       }
-      aggid = std::to_string(i % 10000);
-      // ~350 bytes as jsonb text, like bench/run.py's backlog rows.
-      payload = "{\"run\": \"" + run + "\", \"seq\": " + std::to_string(i) +
-                ", \"sched_ns\": " + std::to_string(e.sched_ns) +
-                ", \"sent_ns\": " + std::to_string(e.sent_ns) +
-                ", \"customer\": \"customer-" + std::to_string(i % 977) +
-                "\", \"lines\": [{\"sku\": \"SKU-" + std::to_string(i % 50) +
-                "\", \"qty\": " + std::to_string(1 + i % 5) +
-                "}], \"note\": \"" + std::string(180, 'x') + "\"}";
-      const char* params[3] = {aggregatetype.c_str(), aggid.c_str(),
-                               payload.c_str()};
-      PGresult* r = PQexecPrepared(c, "ins", 3, params, nullptr, nullptr, 0);
-      e.ack_ns = now_ns();
-      e.ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-      PQclear(r);
-      if (!e.ok) {
-        errors.fetch_add(1);
-        std::lock_guard<std::mutex> lock(err_mu);
-        if (first_error.empty()) first_error = PQerrorMessage(c);
+      sleep_until(events[last].sched_ns);
+      if (now_ns() > cutoff) return;  // unsent, and so is every later event
+      bool ok = per_txn == 1 || exec(c, "BEGIN");
+      for (int64_t i = first; ok && i <= last; ++i) {
+        Event& e = events[i];
+        e.sent_ns = now_ns();
+        aggid = std::to_string(i % 10000);
+        // ~350 bytes as jsonb text, like bench/run.py's backlog rows.
+        payload = "{\"run\": \"" + run + "\", \"seq\": " + std::to_string(i) +
+                  ", \"sched_ns\": " + std::to_string(e.sched_ns) +
+                  ", \"sent_ns\": " + std::to_string(e.sent_ns) +
+                  ", \"customer\": \"customer-" + std::to_string(i % 977) +
+                  "\", \"lines\": [{\"sku\": \"SKU-" + std::to_string(i % 50) +
+                  "\", \"qty\": " + std::to_string(1 + i % 5) +
+                  "}], \"note\": \"" + std::string(180, 'x') + "\"}";
+        const char* params[3] = {aggregatetype.c_str(), aggid.c_str(),
+                                 payload.c_str()};
+        PGresult* r = PQexecPrepared(c, "ins", 3, params, nullptr, nullptr, 0);
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (!ok) {
+          std::lock_guard<std::mutex> lock(err_mu);
+          if (first_error.empty()) first_error = PQerrorMessage(c);
+        }
+      }
+      if (ok && per_txn > 1) ok = exec(c, "COMMIT");
+      const int64_t ack = now_ns();
+      for (int64_t i = first; i <= last; ++i) {
+        events[i].ack_ns = ack;
+        events[i].ok = ok;
+      }
+      if (!ok) {
+        errors.fetch_add(last - first + 1);
         if (PQstatus(c) != CONNECTION_OK) return;  // others carry on
+        if (per_txn > 1) exec(c, "ROLLBACK");
       }
     }
   };

@@ -11,7 +11,7 @@
 #                [--mixed-rate ROWS_PER_S] [--mixed-seconds S]
 #                [--large-events N] [--large-txns T]
 #                [--rates 200,1000,3000] [--seconds S] [--no-drain] [--no-latency]
-#                [--saturate] [--writers W] [--reps R]
+#                [--saturate] [--writers W] [--latency-per-txn K] [--reps R]
 #                [--results FILE] [--plots DIR]
 #                [--sections backlog,mixed,large,pgoutput,eos,latency]
 #
@@ -35,7 +35,8 @@
 # (about ten minutes in all). --full: 1M events, 3 runs; rates
 # 100,500,1000,2000,5000,10000 for 30 s, then doubling (--saturate) until
 # each system saturates; a system stops at its first rate not sustained.
-# The latency part writes with bench/loadgen.cc and reads with
+# --latency-per-txn K has the writers commit K events per transaction (the
+# last one's due time starts it). The latency part writes with bench/loadgen.cc and reads with
 # bench/latency_consumer.cc (built here). Each part writes its own section of
 # bench/RESULTS.md (the rest of the file is kept) and PNGs in bench/plots/.
 # --sections limits what both parts write (latency: the steady-load table).
@@ -79,6 +80,7 @@ while [ $# -gt 0 ]; do
     --reps) lat+=("$1" "$2"); shift 2 ;;
     --sections) args+=("$1" "$2"); lat+=("$1" "$2"); shift 2 ;;  # both parts
     --writers) lat+=("$1" "$2"); shift 2 ;;
+    --latency-per-txn) lat+=(--per-txn "$2"); shift 2 ;;
     *) die "unknown argument $1" ;;
   esac
 done
