@@ -84,7 +84,6 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
     if (metrics_ != nullptr) report_unix_us_ = clock_->UnixMicros();
     sink_->Poll(0);
     window_.Update(turn_now_us_);
-    stats_.inflight_window_bytes = window_.bytes();
     if (!delivery_error_.ok()) return Shutdown(delivery_error_);
     if (absl::Status h = sink_->health(); !h.ok()) return Shutdown(h);
     if (absl::Status s = DeadLetterFailedDeliveries(); !s.ok()) {

@@ -140,7 +140,6 @@ struct RelayStats {
   Lsn confirmed = kInvalidLsn;
   int64_t inflight_events = 0;
   int64_t inflight_bytes = 0;
-  int64_t inflight_window_bytes = 0;  // InflightWindow::bytes()
   int64_t confirmed_commit_time_us = 0;
   bool backpressured = false;
   // The topic whose missing ACL or absence ended the session
