@@ -80,7 +80,14 @@ class Script {
               key,
               "},{\"name\":\"type\",\"type\":\"text\",\"value\":\"Created\"},"
               "{\"name\":\"payload\",\"type\":\"jsonb\",\"value\":",
-              JsonString(absl::StrCat("{\"n\": ", i, "}")), "}]}"));
+              JsonString(absl::StrCat(
+                  "{\"n\": ", i,
+                  payload_pad > 0
+                      ? absl::StrCat(", \"pad\": \"",
+                                     std::string(payload_pad, 'x'), "\"")
+                      : "",
+                  "}")),
+              "}]}"));
       commit_of_[id] = commit;
       ids.push_back(id);
     }
@@ -92,6 +99,8 @@ class Script {
     last_end_ = end;
     return ids;
   }
+  // Bytes of padding in each event's payload (large rows).
+  int payload_pad = 0;
   // A keepalive at the current end of WAL.
   void Keepalive(bool reply = false) { stream_->AddKeepalive(next_, reply); }
   void Disconnect() { stream_->AddDisconnect(); }

@@ -91,6 +91,31 @@ TEST_F(RelayTest, BusyPassesLingerAndOnlyTheQuietOneFlushes) {
   EXPECT_GE(poll_at_first_flush, first_poll_after_busy_pass);
 }
 
+TEST_F(RelayTest, APassOfAFewLargeRowsIsBusy) {
+  // The walsender's large rows arrive a few at a time however busy it is:
+  // a pass is busy by its bytes too, or each such pass flushes a small
+  // request of its own (bench/RESULTS.md, issue 26, shape C).
+  options_.send_when_idle = true;
+  flush_delivers_ = false;
+  script_.payload_pad = 2500;
+  script_.Txn(4);  // 6 messages, over 10 KB
+  int first_poll_after_pass = -1, poll_at_first_flush = -1;
+  sink_.on_flush_extra = [&] {
+    if (poll_at_first_flush < 0) poll_at_first_flush = sink_.polls();
+  };
+  ASSERT_TRUE(Run([&] {
+                if (first_poll_after_pass < 0 && sink_.produced().size() == 4) {
+                  first_poll_after_pass = sink_.polls();
+                }
+                if (flushes_ >= 1) DeliverAll();
+              }).ok());
+  EXPECT_EQ(sink_.produced().size(), 4u);
+  EXPECT_EQ(flushes_, 2);  // one idle flush on the quiet turn after, then
+                           // the shutdown's
+  ASSERT_GE(first_poll_after_pass, 0);
+  EXPECT_GE(poll_at_first_flush, first_poll_after_pass);
+}
+
 TEST_F(RelayTest, APassHeldAtTheWindowIsNotTakenForAQuietStream) {
   // Reading stops at the window while the stream has more: sending each
   // handful read after an acknowledgement at once would make a request of
