@@ -34,6 +34,8 @@ medians over the repetitions, their spread and the ratios to outbox-relay.
 import argparse
 import json
 import os
+import re
+import resource
 import subprocess
 import sys
 import time
@@ -51,13 +53,95 @@ LABELS = {"relay": "outbox-relay", "relay-pgoutput": "outbox-relay (pgoutput)",
           "relay-eos": "outbox-relay (exactly-once)",
           "poller": "outbox-poller (default)",
           "poller-tuned": "outbox-poller (tuned: notify)",
-          "debezium": "Debezium 3.2 (Kafka Connect)"}
+          "debezium": "Debezium (Kafka Connect, bench/debezium's version)"}
+# debezium-X.Y.Z: that Debezium release (X.Y.Z.Final) beside the pom's.
+DEBEZIUM_RE = re.compile(r"^debezium-(\d+\.\d+\.\d+)$")
+CLK = os.sysconf("SC_CLK_TCK")
 KEEP_UP = 0.95  # sustained / offered below this: saturated
 EOS_MARKS = ("<!-- bench/latency eos: begin -->", "<!-- bench/latency eos: end -->")
 
 
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def debezium_version(system):
+    """The Debezium release a debezium-X.Y.Z system runs; None for the pom's."""
+    m = DEBEZIUM_RE.match(system)
+    return f"{m.group(1)}.Final" if m else None
+
+
+def register_debezium(systems):
+    for s in systems:
+        if DEBEZIUM_RE.match(s) and s not in LABELS:
+            LABELS[s] = f"Debezium {debezium_version(s)} (Kafka Connect)"
+
+
+def proc_cpu(pid, children=False):
+    """CPU seconds (user + system) of pid, all its threads, plus with
+    children those of its children: the reaped ones (cutime, cstime) and the
+    live ones. 0 for a process that is gone."""
+    def fields(p):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+    f = fields(pid)
+    if f is None:
+        return 0.0
+    ticks = sum(int(x) for x in f[11:(15 if children else 13)])
+    if children:
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                c = fields(d)
+                if c is not None and c[1] == str(pid):
+                    ticks += int(c[11]) + int(c[12])
+    return ticks / CLK
+
+
+def machine_busy():
+    """Busy CPU seconds of the whole machine since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v) - v[3] - v[4]) / CLK  # less idle and iowait
+
+
+class CpuMeter:
+    """What each process used during one measurement, in cores (CPU seconds
+    per second of wall time): the system under test, PostgreSQL (postmaster,
+    walsenders and every backend, the writers' included), the Kafka broker,
+    the load generator and the consumer (this script's reaped children), and
+    the whole machine. Shows where the 2 cores went when a rate is not
+    sustained."""
+
+    def __init__(self, system_pid):
+        self.pids = {"system": (system_pid, False),
+                     "pg": (pid_from(os.path.join(os.environ["OUTBOX_PG_DIR"], "data",
+                                                  "postmaster.pid")), True),
+                     "kafka": (pid_from(os.path.join(os.environ["OUTBOX_KAFKA_DIR"], "pid")),
+                               False)}
+        self.start = self.sample()
+
+    def sample(self):
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        s = {k: proc_cpu(p, ch) if p else 0.0 for k, (p, ch) in self.pids.items()}
+        s.update(bench=ru.ru_utime + ru.ru_stime, machine=machine_busy(), wall=time.time())
+        return s
+
+    def cores(self):
+        end = self.sample()
+        wall = end["wall"] - self.start["wall"]
+        return {f"cpu_{k}": (end[k] - self.start[k]) / wall
+                for k in ("system", "pg", "kafka", "bench", "machine")}
+
+
+def pid_from(path):
+    try:
+        with open(path) as f:
+            return int(f.readline())
+    except (OSError, ValueError):
+        return None
 
 
 def loadgen(a, run, rate, seconds, out=None):
@@ -73,9 +157,10 @@ def loadgen(a, run, rate, seconds, out=None):
     return json.loads(p.stdout)
 
 
-def measure(a, system, topic, rate, rep=1):
+def measure(a, system, topic, rate, rep=1, system_pid=None):
     """One rate: consumer first (ready = positioned at the topic's end), then
-    the load; returns the result row."""
+    the load; returns the result row, with the CPU each process used from the
+    load's start to the last arrival (CpuMeter)."""
     run = f"{system}-{rate}" + (f"-{rep}" if a.reps > 1 else "")
     n = int(round(rate * a.seconds))
     commits = os.path.join(a.work, f"lat_{run}.commits.csv")
@@ -99,6 +184,7 @@ def measure(a, system, topic, rate, rep=1):
         cons.wait()
         raise RuntimeError(f"outbox-latency-consumer did not start on {topic} "
                            f"(exit {cons.returncode})")
+    cpu = CpuMeter(system_pid)
     try:
         w = loadgen(a, run, rate, a.seconds, commits)
     except Exception:
@@ -106,6 +192,7 @@ def measure(a, system, topic, rate, rep=1):
         cons.wait()
         raise
     out = cons.communicate()[0]
+    cpu = cpu.cores()
     if cons.returncode not in (0, 1):  # 1: events missing, reported below
         raise RuntimeError(f"outbox-latency-consumer failed (exit {cons.returncode})")
     c = json.loads(out.strip().splitlines()[-1])
@@ -117,7 +204,7 @@ def measure(a, system, topic, rate, rep=1):
              writer_late_s=w["late_max_ms"] / 1000, commit_p99=w["commit_p99_ms"],
              p50=s["p50"], p99=s["p99"], p999=s["p999"], max=s["max"],
              c_p50=k.get("p50"), c_p99=k.get("p99"), c_p999=k.get("p999"),
-             c_max=k.get("max"))
+             c_max=k.get("max"), **cpu)
     if not r["received"]:
         for key in ("p50", "p99", "p999", "max"):
             r[key] = None
@@ -128,6 +215,14 @@ def measure(a, system, topic, rate, rep=1):
     r["limit"] = None if r["kept_up"] else (
         "commits" if w["unsent"] or w["commit_rate"] < KEEP_UP * rate else "delivery")
     return r
+
+
+CPU_KEYS = ("cpu_system", "cpu_pg", "cpu_kafka", "cpu_bench", "cpu_machine")
+CPU_HEADER = "CPU cores: system / PostgreSQL / Kafka / writers+consumer / machine"
+
+
+def cpu_cells(r, get=lambda r, k: r.get(k)):
+    return " / ".join("–" if get(r, k) is None else f"{get(r, k):.2f}" for k in CPU_KEYS)
 
 
 def percentile(v, p):
@@ -169,10 +264,13 @@ def lat_slot(system, session=0):
 def start_system(system, a, env, work, topic_prefix, session=0):
     binp = lambda b: os.path.join(a.bin, b)
     logf = open(os.path.join(work, f"lat_{system}.log"), "a")  # restarted with --reps
-    if system == "debezium":
-        d = os.path.join(work, "dbz_lat")
-        e = dict(env, DEBEZIUM_SLOT="dbz_lat", DEBEZIUM_PUBLICATION="bench_pub",
+    if system.startswith("debezium"):
+        name = "dbz_lat" + system[len("debezium"):].replace("-", "_").replace(".", "_")
+        d = os.path.join(work, name)
+        e = dict(env, DEBEZIUM_SLOT=name, DEBEZIUM_PUBLICATION="bench_pub",
                  DEBEZIUM_TOPIC=topic_prefix + "${routedByValue}")
+        if debezium_version(system):
+            e["DEBEZIUM_VERSION"] = debezium_version(system)
         subprocess.run([os.path.join(ROOT, "bench", "debezium.sh"), "start", d], env=e,
                        check=True, stdout=logf)
         return ("debezium", d)
@@ -200,6 +298,11 @@ def start_system(system, a, env, work, topic_prefix, session=0):
         cmd += ["--set", kv]
     p = subprocess.Popen(cmd, stdout=logf, stderr=logf)
     return ("proc", p)
+
+
+def handle_pid(handle):
+    kind, h = handle
+    return pid_from(os.path.join(h, "pid")) if kind == "debezium" else h.pid
 
 
 def stop_system(handle):
@@ -247,6 +350,7 @@ def main():
         if s not in MARKS and s not in LATENCY_SECTIONS:
             sys.exit(f"unknown section {s}; known: {', '.join(list(MARKS) + list(LATENCY_SECTIONS))}")
     register_eos(a.systems.split(","), LABELS)
+    register_debezium(a.systems.split(","))
     env = dict(os.environ)
     conninfo = env["OUTBOX_PG_CONNINFO"]
     brokers = env["OUTBOX_KAFKA_BROKERS"]
@@ -261,7 +365,7 @@ def main():
     for s in a.systems.split(","):
         if s not in LABELS:
             log(f"latency: no steady-load run for {s}")
-        elif (s.startswith("relay") or s == "debezium"
+        elif (s.startswith("relay") or s.startswith("debezium")
               or os.path.exists(os.path.join(a.bin, "outbox-poller"))):
             systems.append(s)
     db = psycopg.connect(conninfo, autocommit=True)
@@ -307,7 +411,7 @@ def main():
             loadgen(a, "warmup", min(rates), 3)
             time.sleep(2)
             for rate in rates_here:
-                r = measure(a, system, topic, rate, rep)
+                r = measure(a, system, topic, rate, rep, handle_pid(handle))
                 out.append(r)
                 ms = lambda v: "–" if v is None else f"{v:.1f} ms"
                 log(f"  {LABELS[system]:<30} {rate:6d} ev/s"
@@ -316,7 +420,8 @@ def main():
                     f"sustained {r['throughput']:.0f} ev/s; from scheduled p50 {ms(r['p50'])} "
                     f"p99 {ms(r['p99'])} p99.9 {ms(r['p999'])} max {ms(r['max'])}; "
                     f"from commit p50 {ms(r['c_p50'])} p99 {ms(r['c_p99'])}; writers late by up to "
-                    f"{r['writer_late_s'] * 1000:.0f} ms; load {r['loadavg']:.1f}"
+                    f"{r['writer_late_s'] * 1000:.0f} ms; load {r['loadavg']:.1f}; "
+                    f"CPU cores {cpu_cells(r)}"
                     + ("" if r["kept_up"] else f"; saturated ({r['limit']})"))
                 if not r["kept_up"]:
                     break
@@ -514,7 +619,7 @@ def report(a, rates, results, plotfile):
              "from scheduled time includes the commit and any writer backlog at "
              "saturation; latency from commit starts at the commit's acknowledgement to "
              "the writer. Same machine and servers as above, each system running "
-             "alone. Producer defaults of each system (outbox-relay: linger.ms=20, the "
+             "alone. Producer defaults of each system (outbox-relay: linger.ms=5, the "
              "same with postgres.plugin=pgoutput for outbox-relay (pgoutput), which "
              "creates its slot and publication itself; "
              "outbox-poller: poller.interval_ms=500 by default, tuned = notify + batch "
@@ -531,16 +636,45 @@ def report(a, rates, results, plotfile):
              "the scheduled time includes that queueing while the latency from commit "
              "excludes it.")
     L.append("")
+    L.append(f"{CPU_HEADER}: CPU seconds per second of the measurement (from the "
+             "load's start to the last arrival) of the system under test (every thread; "
+             "Debezium: the Connect JVM), of PostgreSQL (the postmaster and every backend: "
+             "walsender, the writers' sessions, the poller's), of the Kafka broker's JVM, "
+             "of outbox-loadgen and outbox-latency-consumer together, and of the whole "
+             "machine (of 2 cores).")
+    L.append("")
+    if a.reps > 1:
+        L.append(f"Medians over the {a.reps} repetitions (each cell: the median of the "
+                 "repetitions' values):")
+        L.append("")
+        L.append("| offered ev/s | system | sustained (reps) | from commit p50 / p99 / p99.9 ms "
+                 f"| from scheduled p99 ms | writers late p99 ms | {CPU_HEADER} |")
+        L.append("| --- | --- | --- | --- | --- | --- | --- |")
+        med = lambda rs, k: (statistics.median([r[k] for r in rs if r.get(k) is not None])
+                             if any(r.get(k) is not None for r in rs) else None)
+        for rate in rates:
+            for s in LABELS:
+                rs = [r for r in results if r["system"] == s and r["rate"] == rate]
+                if not rs:
+                    continue
+                late = med([dict(v=r["writer_late_p99_s"] * 1000) for r in rs], "v")
+                L.append(f"| {rate} | {LABELS[s]} | {sum(r['kept_up'] for r in rs)}/{len(rs)} "
+                         f"| {f(med(rs, 'c_p50'))} / {f(med(rs, 'c_p99'))} / "
+                         f"{f(med(rs, 'c_p999'))} | {f(med(rs, 'p99'))} | {f(late)} "
+                         f"| {cpu_cells(rs, med)} |")
+        L.append("")
     L.append("| system | offered ev/s | received | sustained ev/s | p50 ms | p99 ms | p99.9 ms "
-             "| max ms | from commit p50 / p99 / p99.9 / max ms | writers late p99 / max ms |")
-    L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+             "| max ms | from commit p50 / p99 / p99.9 / max ms | writers late p99 / max ms "
+             f"| {CPU_HEADER} | load avg |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         rep = f" (rep {r['rep']})" if a.reps > 1 else ""
         L.append(f"| {LABELS[r['system']]}{rep} | {r['rate']} | {r['received']}/{r['offered']} "
                  f"| {r['throughput']:.0f}{'' if r['kept_up'] else ' (saturated)'} "
                  f"| {f(r['p50'])} | {f(r['p99'])} | {f(r['p999'])} | {f(r['max'])} "
                  f"| {f(r['c_p50'])} / {f(r['c_p99'])} / {f(r['c_p999'])} / {f(r['c_max'])} "
-                 f"| {r['writer_late_p99_s'] * 1000:.0f} / {r['writer_late_s'] * 1000:.0f} |")
+                 f"| {r['writer_late_p99_s'] * 1000:.0f} / {r['writer_late_s'] * 1000:.0f} "
+                 f"| {cpu_cells(r)} | {r['loadavg']:.1f} |")
     L.append("")
     L.append("Saturation (highest rate sustained; first rate not):")
     L.append("")

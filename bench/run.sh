@@ -6,7 +6,7 @@
 #
 #   bench/run.sh [--full] [--events N] [--runs R] [--per-txn 10,1]
 #                [--systems relay,relay-pgoutput,debezium,recv-wal2json,recv-pgoutput,
-#                           poller,poller-tuned]
+#                           poller,poller-tuned,debezium-X.Y.Z]
 #                [--scenarios backlog,mixed,large] [--mixed-events N]
 #                [--mixed-rate ROWS_PER_S] [--mixed-seconds S]
 #                [--large-events N] [--large-txns T]
@@ -29,8 +29,10 @@
 #
 # Two parts, on the same servers: the backlog drain (bench/run.py) and the
 # steady-load latency (bench/latency.py: open-loop writers at each rate for
-# S seconds: relay, pollers and Debezium, and relay-pgoutput when --systems
-# names it). Default: 200k events per backlog,
+# S seconds: relay, pollers and Debezium, and relay-pgoutput or
+# debezium-X.Y.Z, Debezium release X.Y.Z.Final beside bench/debezium/pom.xml's,
+# when --systems names them; each measurement also gives the CPU each process
+# used). Default: 200k events per backlog,
 # 1 run, 10 and 1 events per transaction; rates 200,1000,3000 for 10 s each
 # (about ten minutes in all). --full: 1M events, 3 runs; rates
 # 100,500,1000,2000,5000,10000 for 30 s, then doubling (--saturate) until
@@ -101,8 +103,14 @@ targets=(outbox-relay)
 # The poller joins the suite as soon as its target exists.
 cmake --build "$BUILD_DIR" --target help 2>/dev/null | grep -q 'outbox-poller' && targets+=(outbox-poller)
 cmake --build "$BUILD_DIR" --target "${targets[@]}" >/dev/null
-# Debezium's jars only when it runs (every system runs by default).
-case ",$systems," in *,debezium,*) "$OUTBOX_ROOT/bench/debezium.sh" fetch ;; esac
+# Debezium's jars only when it runs (every system runs by default);
+# debezium-X.Y.Z (the latency part only) is release X.Y.Z.Final.
+for s in ${systems//,/ }; do
+  case $s in
+    debezium) "$OUTBOX_ROOT/bench/debezium.sh" fetch ;;
+    debezium-[0-9]*) DEBEZIUM_VERSION=${s#debezium-}.Final "$OUTBOX_ROOT/bench/debezium.sh" fetch ;;
+  esac
+done
 
 # Debezium instances run.py and latency.py started, before their Kafka.
 bench_on_exit() {
