@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/strings.h"
 #include "config/command_line.h"
 #include "config/config_keys.h"
 #include "config/kafka_safety.h"
@@ -306,16 +306,6 @@ absl::Status ApplyOverride(const CommandLine::Override& o, Draft* draft) {
   return absl::OkStatus();
 }
 
-bool IsSlotName(absl::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  for (char c : s) {
-    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '_') {
-      return false;
-    }
-  }
-  return true;
-}
-
 absl::Status Invalid(absl::string_view path, absl::string_view message) {
   return KeyError("config", path, message);
 }
@@ -390,7 +380,7 @@ absl::Status Resolve(Draft* draft) {
 }
 
 absl::Status Validate(const Config& c) {
-  if (!IsSlotName(c.postgres.slot)) {
+  if (!IsValidSlotName(c.postgres.slot)) {
     return Invalid("postgres.slot",
                    absl::StrCat("\"", c.postgres.slot,
                                 "\" is not a slot name (1-63 of a-z, 0-9, _)"));

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <chrono>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/strings.h"
 #include "outbox/clock.h"
 #include "outbox/status_macros.h"
 #include "pg/slot_loss.h"
@@ -28,16 +28,6 @@ absl::Status SlotInUse(absl::string_view message) {
   return s;
 }
 
-bool ValidSlotName(absl::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  for (char c : s) {
-    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_')) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 absl::Status LibpqReplicationStream::ServerError(
@@ -47,7 +37,7 @@ absl::Status LibpqReplicationStream::ServerError(
 
 absl::StatusOr<std::unique_ptr<LibpqReplicationStream>>
 LibpqReplicationStream::Connect(const ReplicationOptions& options) {
-  if (!ValidSlotName(options.slot)) {
+  if (!IsValidSlotName(options.slot)) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid slot name \"", options.slot,
                      "\": use lower case letters, digits and '_' (max 63)"));

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "common/strings.h"
 
 namespace outbox {
 namespace {
@@ -22,17 +23,6 @@ absl::Status Invalid(absl::string_view what) {
 absl::Status JsonError(simdjson::error_code e) {
   return Invalid(
       absl::StrCat("not valid JSON (", simdjson::error_message(e), ")"));
-}
-
-// This Abseil has its own string_view class, not an alias of std's.
-absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
-
-absl::string_view TrimRight(absl::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' ||
-                        s.back() == '\n' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 // One JSON value as a column value. Objects and arrays are kept as their
@@ -54,7 +44,7 @@ absl::Status ReadValue(od::value& v, bool allow_nested, ValueKind* kind,
       double d;
       if (auto e = v.get_double().get(d)) return JsonError(e);
       *kind = ValueKind::kNumber;
-      *out = TrimRight(ToAbsl(v.raw_json_token()));
+      *out = TrimJsonSpace(ToAbsl(v.raw_json_token()));
       return absl::OkStatus();
     }
     case od::json_type::boolean: {
@@ -79,7 +69,7 @@ absl::Status ReadValue(od::value& v, bool allow_nested, ValueKind* kind,
       if (auto e = v.get_object().get(o)) return JsonError(e);
       if (auto e = o.raw_json().get(raw)) return JsonError(e);
       *kind = ValueKind::kText;
-      *out = TrimRight(ToAbsl(raw));
+      *out = TrimJsonSpace(ToAbsl(raw));
       return absl::OkStatus();
     }
     case od::json_type::array: {
@@ -89,7 +79,7 @@ absl::Status ReadValue(od::value& v, bool allow_nested, ValueKind* kind,
       if (auto e = v.get_array().get(a)) return JsonError(e);
       if (auto e = a.raw_json().get(raw)) return JsonError(e);
       *kind = ValueKind::kText;
-      *out = TrimRight(ToAbsl(raw));
+      *out = TrimJsonSpace(ToAbsl(raw));
       return absl::OkStatus();
     }
   }
@@ -211,7 +201,7 @@ absl::Status OutboxMessageParser::Parse(absl::string_view content, Change* row,
       if (auto e = value.type().get(type)) return JsonError(e);
       if (type != od::json_type::object && type != od::json_type::array) {
         col.kind = ValueKind::kText;
-        col.value = TrimRight(ToAbsl(value.raw_json_token()));
+        col.value = TrimJsonSpace(ToAbsl(value.raw_json_token()));
         continue;
       }
     }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "common/strings.h"
 #include "outbox/lsn.h"
 #include "plugin/wal2json/wal2json_text.h"
 
@@ -39,17 +40,6 @@ absl::Status TypeError(absl::string_view key, absl::string_view want,
 std::string Excerpt(absl::string_view text) {
   if (text.size() <= 32) return std::string(text);
   return absl::StrCat(text.substr(0, 32), "...");
-}
-
-// This Abseil has its own string_view class, not an alias of std's.
-absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
-
-absl::string_view TrimRight(absl::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' ||
-                        s.back() == '\n' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 // ---------------------------------------------------------------------------
@@ -257,7 +247,7 @@ simdjson::error_code Wal2JsonDecoder::State::GetString(od::value& v,
   if (token.empty() || token[0] != '"') return simdjson::INCORRECT_TYPE;
   // Stage 1 found the string closed: after any trailing whitespace comes
   // its closing quote.
-  const absl::string_view raw = TrimRight(ToAbsl(token));
+  const absl::string_view raw = TrimJsonSpace(ToAbsl(token));
   if (raw.size() < 2 || raw.back() != '"') return simdjson::STRING_ERROR;
   const char* begin = string_bytes + (raw.data() + 1 - input.get());
   const char* end = begin + (raw.size() - 2);
@@ -329,7 +319,7 @@ absl::Status Wal2JsonDecoder::State::ReadColumnValue(od::value& v,
     case od::json_type::number: {
       // The literal text keeps numeric precision (no trip through double);
       // simdjson checks no token it is not asked to convert, so check it.
-      absl::string_view token = TrimRight(ToAbsl(v.raw_json_token()));
+      absl::string_view token = TrimJsonSpace(ToAbsl(v.raw_json_token()));
       if (!wal2json::IsJsonNumber(token)) {
         return Invalid(absl::StrCat("bad number \"", Excerpt(token), "\""));
       }
