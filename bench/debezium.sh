@@ -106,14 +106,7 @@ transforms.outbox.table.field.event.key=aggregateid
 transforms.outbox.table.field.event.payload=payload
 ${DEBEZIUM_CONNECTOR:-}
 PROPS
-  cat >"$dir/log4j.properties" <<L4J
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File=$dir/connect.log
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.org.reflections=ERROR
-L4J
+  log4j_to_file "$dir/connect.log" org.reflections=ERROR >"$dir/log4j.properties"
   # setsid: its own process group, so 'stop' ends the JVM and nothing else.
   # shellcheck disable=SC2086
   setsid java ${DEBEZIUM_HEAP:--Xms256m -Xmx2g} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
@@ -139,16 +132,7 @@ L4J
 
 stop() {
   [ -d "$dir" ] || return 0
-  if [ -f "$dir/pid" ]; then
-    local pid; pid=$(cat "$dir/pid")
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-      local deadline=$((SECONDS + 20))
-      while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
-      kill -KILL "$pid" 2>/dev/null || true
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    fi
-  fi
+  stop_pid_file "$dir/pid"
   rm -rf "$dir"
 }
 

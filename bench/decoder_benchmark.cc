@@ -23,20 +23,43 @@ constexpr char kInsert[] =
 constexpr char kCommit[] =
     R"json({"action":"C","xid":729,"timestamp":"2026-11-22 05:09:03.042662+00","lsn":"0/154B570","nextlsn":"0/154B5A0"})json";
 
-void DecodeLoop(benchmark::State& state, const std::string& record) {
-  Wal2JsonDecoder decoder;
-  Change change;
+// Decodes `input` once per iteration with `decoder` into `change`: items
+// and bytes per second, and the input's size as a counter.
+template <typename Decoder>
+void DecodeEach(benchmark::State& state, Decoder& decoder,
+                const std::string& input, Change* change) {
   for (auto _ : state) {
-    absl::Status st = decoder.Decode(record, &change);
+    absl::Status st = decoder.Decode(input, change);
     if (!st.ok()) {
       state.SkipWithError(std::string(st.message()).c_str());
       break;
     }
-    benchmark::DoNotOptimize(change.columns.data());
+    benchmark::DoNotOptimize(change->columns.data());
   }
   state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() * record.size());
-  state.counters["record_bytes"] = static_cast<double>(record.size());
+  state.SetBytesProcessed(state.iterations() * input.size());
+  state.counters["record_bytes"] = static_cast<double>(input.size());
+}
+
+// Decodes the three inputs (B, I, C) in turn each iteration: one
+// single-event transaction per item.
+template <typename Decoder>
+void DecodeTransaction(benchmark::State& state, Decoder& decoder,
+                       const std::string (&inputs)[3], Change* change) {
+  for (auto _ : state) {
+    for (const std::string& input : inputs) {
+      absl::Status st = decoder.Decode(input, change);
+      if (!st.ok()) state.SkipWithError("decode failed");
+      benchmark::DoNotOptimize(change->end_lsn);
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void DecodeLoop(benchmark::State& state, const std::string& record) {
+  Wal2JsonDecoder decoder;
+  Change change;
+  DecodeEach(state, decoder, record, &change);
 }
 
 void BM_DecodeInsert(benchmark::State& state) { DecodeLoop(state, kInsert); }
@@ -53,14 +76,7 @@ void BM_DecodeTransaction(benchmark::State& state) {
   const std::string records[] = {kBegin, kInsert, kCommit};
   Wal2JsonDecoder decoder;
   Change change;
-  for (auto _ : state) {
-    for (const std::string& record : records) {
-      absl::Status st = decoder.Decode(record, &change);
-      if (!st.ok()) state.SkipWithError("decode failed");
-      benchmark::DoNotOptimize(change.end_lsn);
-    }
-  }
-  state.SetItemsProcessed(state.iterations());
+  DecodeTransaction(state, decoder, records, &change);
 }
 BENCHMARK(BM_DecodeTransaction);
 
@@ -117,25 +133,21 @@ std::string FromHex(absl::string_view hex) {
   return bytes;
 }
 
-// The Relation message comes once per session; the loop decodes the rest.
+// The Relation message comes once per session, before the loop: false, the
+// benchmark skipped, when it does not decode.
+bool DecodeRelation(benchmark::State& state, PgOutputDecoder& decoder,
+                    Change* change) {
+  if (decoder.Decode(FromHex(kPgRelation), change).ok()) return true;
+  state.SkipWithError("relation");
+  return false;
+}
+
 void PgOutputLoop(benchmark::State& state, const std::string& message) {
   PgOutputDecoder decoder;
   Change change;
-  if (!decoder.Decode(FromHex(kPgRelation), &change).ok()) {
-    state.SkipWithError("relation");
-    return;
+  if (DecodeRelation(state, decoder, &change)) {
+    DecodeEach(state, decoder, message, &change);
   }
-  for (auto _ : state) {
-    absl::Status st = decoder.Decode(message, &change);
-    if (!st.ok()) {
-      state.SkipWithError(std::string(st.message()).c_str());
-      break;
-    }
-    benchmark::DoNotOptimize(change.columns.data());
-  }
-  state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() * message.size());
-  state.counters["record_bytes"] = static_cast<double>(message.size());
 }
 
 void BM_PgOutputDecodeInsert(benchmark::State& state) {
@@ -159,18 +171,9 @@ void BM_PgOutputDecodeTransaction(benchmark::State& state) {
                                   FromHex(kPgCommit)};
   PgOutputDecoder decoder;
   Change change;
-  if (!decoder.Decode(FromHex(kPgRelation), &change).ok()) {
-    state.SkipWithError("relation");
-    return;
+  if (DecodeRelation(state, decoder, &change)) {
+    DecodeTransaction(state, decoder, messages, &change);
   }
-  for (auto _ : state) {
-    for (const std::string& message : messages) {
-      absl::Status st = decoder.Decode(message, &change);
-      if (!st.ok()) state.SkipWithError("decode failed");
-      benchmark::DoNotOptimize(change.end_lsn);
-    }
-  }
-  state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_PgOutputDecodeTransaction);
 

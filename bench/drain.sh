@@ -227,55 +227,8 @@ for r in $(seq "$runs"); do
    } | sed 's/^/any /' | tee -a "$work/stages.txt"
  fi
 done
-printf '%s\n' "${results[@]}" | python3 -c '
-import collections, statistics, sys
-by = collections.defaultdict(list)
-for l in sys.stdin:
-    if l.strip():
-        by[l.split()[0]].append(list(map(float, l.split()[1:])))
-ev = float(sys.argv[1])
-med = {n: [statistics.median(c) for c in zip(*rows)] for n, rows in by.items()}
-print(f"\nmedians of {len(next(iter(by.values())))} run(s), {int(ev)} events:")
-for n, (secs, cpu, rss) in med.items():
-    p = n.split("/")[0]
-    line = f"{n}: {secs:.2f} s ({ev/secs:.0f} ev/s)"
-    if cpu > 0:
-        ratios = ", ".join(f"{med[c][0]/secs:.2f}x {c.split(chr(47))[1]}"
-                           for c in (p + "/pg_recvlogical", p + "/pg_recvlogical-binary") if c in med)
-        line += (f", {ratios}, relay cpu {cpu*1e6/ev:.2f} us/event, "
-                 f"peak RSS max {max(r[2] for r in by[n])/1024:.1f} MiB")
-    print(line)
-' "$events"
-[ $stages = 0 ] || python3 - "$work/stages.txt" "${plugins[@]}" <<'PY'
-import collections, statistics, sys
-cost = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) > 2 and "=" in line:
-        cost[(f[0], f[1])].append(
-            float(dict(kv.split("=") for kv in f[2:])["cpu_us_per_event"]))
-m = {k: statistics.median(v) for k, v in cost.items()}
-plugins = sys.argv[2:]
-rows = [
-    ("receive: the relay's libpq stream, messages dropped", "recv"),
-    ("receive + decode (wal2json: simdjson; pgoutput: binary)", "recv+decode"),
-    ("receive + decode + route (Record built)", "recv+decode+route"),
-    ("produce: the relay's Kafka sink, same records, header `id`", "produce"),
-    ("produce without the header", "produce-no-header"),
-]
-get = lambda p, k: m.get((p, k), m.get(("any", k)))
-cell = lambda v: "–" if v is None else f"{v:.2f}"
-print("\n| stage, measured alone (CPU µs/event, median) | " + " | ".join(plugins) + " |")
-print("| --- | " + " | ".join("---" for _ in plugins) + " |")
-for label, key in rows:
-    print(f"| {label} | " + " | ".join(cell(get(p, key)) for p in plugins) + " |")
-def total(p):
-    a, b = get(p, "recv+decode+route"), get(p, "produce")
-    return None if a is None or b is None else a + b
-print("| sum: receive + decode + route + produce | "
-      + " | ".join(cell(total(p)) for p in plugins) + " |")
-print("| outbox-relay, the whole drain | " + " | ".join(cell(get(p, "relay")) for p in plugins) + " |")
-PY
+printf '%s\n' "${results[@]}" | bench_summary medians "$events"
+[ $stages = 0 ] || bench_summary stages "$work/stages.txt" "${plugins[@]}"
 if [ -n "$profile" ]; then
   # The relay's own CPU by function (self time, every thread), per run.
   for f in "$profile"/*.data; do

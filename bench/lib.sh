@@ -35,3 +35,10 @@ bench_max_slots() {
   psql -qAt "${sql[@]}" >/dev/null
   "$OUTBOX_ROOT/scripts/pg.sh" restart "$work/pg" fast >/dev/null 2>&1
 }
+
+# bench_summary ARGS...: the tables the benchmarks print from their per-run
+# lines (bench/harness/drain_summary.py says which: medians, stages,
+# outbox-kinds).
+bench_summary() {
+  PYTHONPATH="$OUTBOX_ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" python3 -m harness.drain_summary "$@"
+}

@@ -114,22 +114,5 @@ for r in $(seq "$runs"); do
   done
  done
 done
-printf '%s\n' "${results[@]}" | python3 -c '
-import collections, statistics, sys
-ev = float(sys.argv[1]); wal = dict(a.split("=") for a in sys.argv[2:])
-by = collections.defaultdict(list)
-for l in sys.stdin:
-    if l.strip():
-        f = l.split(); by[(f[0], f[1])].append((float(f[2]), float(f[3])))
-plugins = sorted({p for _, p in by}, key=lambda p: p != "wal2json")
-print("\n| outbox | WAL bytes/event | " + " | ".join(f"drain ev/s, {p}" for p in plugins) + " |")
-print("| --- | --- | " + " | ".join("---" for _ in plugins) + " |")
-for w in ("table", "nojanitor", "message"):
-    cells = []
-    for p in plugins:
-        rows = by[(w, p)]
-        secs = statistics.median(r[0] for r in rows)
-        cpu = statistics.median(r[1] for r in rows)
-        cells.append(f"{ev/secs/1000:.1f}k ({cpu*1e6/ev:.2f} µs CPU)")
-    print(f"| {w} | {int(wal[w])/ev:.0f} | " + " | ".join(cells) + " |")
-' "$events" "table=${wal[table]}" "nojanitor=${wal[nojanitor]}" "message=${wal[message]}"
+printf '%s\n' "${results[@]}" | bench_summary outbox-kinds "$events" \
+  "table=${wal[table]}" "nojanitor=${wal[nojanitor]}" "message=${wal[message]}"

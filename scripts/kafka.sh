@@ -114,15 +114,7 @@ PROPS
   if [ -n "${OUTBOX_KAFKA_PROPERTIES:-}" ]; then
     cat "$OUTBOX_KAFKA_PROPERTIES" >>"$dir/server.properties"
   fi
-  cat >"$dir/log4j.properties" <<L4J
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File=$dir/server.log
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka=INFO
-log4j.logger.org.apache.kafka=INFO
-L4J
+  log4j_to_file "$dir/server.log" kafka=INFO org.apache.kafka=INFO >"$dir/log4j.properties"
 }
 
 start() {
@@ -162,15 +154,7 @@ start() {
 }
 
 stop_broker() {
-  [ -f "$dir/pid" ] || return 0
-  local pid; pid=$(cat "$dir/pid")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + 20))
-    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
-    kill -KILL "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-  fi
+  stop_pid_file "$dir/pid"
   rm -f "$dir/pid"
 }
 

@@ -16,6 +16,36 @@ declare -A PG_NPM_VERSIONS=(
 die() { echo "error: $*" >&2; exit 1; }
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
+# stop_pid_file FILE: SIGTERM to the process whose pid FILE holds, SIGKILL
+# after 20 s; returns once it is gone. Nothing when FILE is missing or the
+# process is not running. (kafka.sh's broker, bench/debezium.sh's worker.)
+stop_pid_file() {
+  [ -f "$1" ] || return 0
+  local pid; pid=$(cat "$1")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + 20))
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  fi
+}
+
+# log4j_to_file LOG [LOGGER=LEVEL...]: prints a log4j.properties that sends
+# everything at INFO to LOG (kafka.sh's broker, bench/debezium.sh's worker),
+# then a log4j.logger line for each LOGGER=LEVEL.
+log4j_to_file() {
+  local log=$1 l; shift
+  cat <<L4J
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+L4J
+  for l in "$@"; do echo "log4j.logger.$l"; done
+}
+
 # free_port: prints a TCP port on 127.0.0.1 that nothing listens on right
 # now. The kernel picks it (bind to port 0), so two runs started at the same
 # time get different ports; callers still retry if a start loses the race.

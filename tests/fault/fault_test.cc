@@ -18,10 +18,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "e2e/outage_checks.h"
+#include "e2e/test_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/outage_checks.h"
-#include "integration/test_env.h"
 
 namespace outbox::testing {
 namespace {

@@ -1,7 +1,7 @@
 // The pure parts of the failover readiness check: splitting a multi-host
 // conninfo per host, and the rules turning settings into warning lines.
 // The queries run against a real PostgreSQL 17 in
-// tests/integration/failover_slot_e2e_test.cc.
+// tests/e2e/relay/failover_slot_e2e_test.cc.
 #include "pg/failover_readiness.h"
 
 #include "gmock/gmock.h"

@@ -1,0 +1,194 @@
+// outbox-relay end to end: the real binary against the real PostgreSQL and
+// Kafka of the test fixture. Each test uses its own outbox table, slot and
+// topic, so tests do not see each other's events.
+#include "e2e/outage_checks.h"
+#include "e2e/relay/relay_e2e_fixture.h"
+
+namespace outbox::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST_F(RelayE2ETest, ConcurrentWritersArriveExactlyAsCommitted) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  EXPECT_EQ(WriteConcurrentlyAndAudit(4, 40), 0);
+  // SIGTERM: flush, confirm, exit 0; afterwards the slot holds nothing
+  // undelivered.
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+  EXPECT_THAT(relay_->Output(), HasSubstr("streaming"));
+  EXPECT_EQ(db_->Scalar("SELECT count(*) FROM pg_logical_slot_peek_changes('" +
+                        slot_ +
+                        "', NULL, NULL, 'format-version', '2', 'add-tables', "
+                        "'public." +
+                        table_ +
+                        "', 'actions', 'insert') WHERE data LIKE "
+                        "'%\"action\":\"I\"%'"),
+            "0");
+}
+
+TEST_F(RelayE2ETest, ConfirmedLsnAdvancesWhenOnlyOtherTablesAreWritten) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  ExpectConfirmedPassesOtherTablesWrites(30000);
+}
+
+TEST_F(RelayE2ETest, SigkillAtRandomMomentsLosesNothing) {
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  // The slot must exist before the first event: rows committed before it
+  // was created are not in its stream (by design).
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  WriteThroughSigkills(6, 42, &committed, &rolled_back);
+  ASSERT_GT(committed.size(), 0u);
+  int dups = Audit(committed, rolled_back, committed.size());
+  RecordProperty("committed", static_cast<int>(committed.size()));
+  RecordProperty("duplicates", dups);
+  std::cerr << "sigkill: " << committed.size() << " events, " << dups
+            << " duplicates\n";
+}
+
+TEST_F(RelayE2ETest, KafkaOutageLosesNothing) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 20, 3, 0, &committed, &rolled_back);
+  ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
+  std::string outage = db_->Scalar("SELECT pg_current_wal_flush_lsn()");
+  Write(2, 40, 3, 0, &committed, &rolled_back);
+  // The relay reads what was written during the outage, but must not
+  // confirm the first of it (outage_checks.h) before Kafka has it.
+  std::optional<CommitRecord> first;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        first = FirstCommitInto(*db_, table_, outage);
+        return first.has_value();
+      },
+      10000));
+  EXPECT_TRUE(SlotHoldsBefore(*db_, slot_, *first, 2000)) << relay_->Output();
+  ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
+  Write(3, 20, 3, 0, &committed, &rolled_back);
+  Audit(committed, rolled_back, committed.size());
+  EXPECT_TRUE(relay_->Running()) << relay_->Output();
+}
+
+TEST_F(RelayE2ETest, PostgresRestartAndTerminatedWalsenderLoseNothing) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 20, 3, 0, &committed, &rolled_back);
+  // The server ends the replication connection.
+  db_->Exec(
+      "SELECT pg_terminate_backend(active_pid) FROM "
+      "pg_replication_slots WHERE slot_name = '" +
+      slot_ + "'");
+  Write(2, 20, 3, 0, &committed, &rolled_back);
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  // A fast restart of PostgreSQL itself.
+  ASSERT_EQ(RunScript("pg.sh restart " + env_->pg_dir() + " fast"), 0);
+  db_ = PgConn::Connect(env_->pg_conninfo());
+  ASSERT_NE(db_, nullptr);
+  Write(3, 20, 3, 0, &committed, &rolled_back);
+  Audit(committed, rolled_back, committed.size());
+  EXPECT_TRUE(relay_->Running()) << relay_->Output();
+  EXPECT_THAT(relay_->Output(), HasSubstr("session ended"));
+}
+
+TEST_F(RelayE2ETest, PoisonRowHaltsNamingTheEvent) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 3, 2, 0, &committed, &rolled_back);
+  InsertHugeEvent("00000000-0000-4000-8000-0000000000aa");
+  EXPECT_EQ(relay_->Wait(60000), 4) << relay_->Output();
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("00000000-0000-4000-8000-0000000000aa"));
+  Audit(committed, rolled_back, committed.size());
+  // Restarting halts again on the same row: it was not confirmed.
+  StartRelay();
+  EXPECT_EQ(relay_->Wait(60000), 4) << relay_->Output();
+}
+
+TEST_F(RelayE2ETest, PoisonRowIsDeadLetteredAndTheRestFlows) {
+  std::string dlq = UniqueName("dlq");
+  StartRelay({"--set", "outbox.on_invalid=dead_letter", "--set",
+              "outbox.dead_letter_topic=" + dlq});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 3, 2, 0, &committed, &rolled_back);
+  InsertHugeEvent("00000000-0000-4000-8000-0000000000bb");
+  Write(2, 3, 2, 0, &committed, &rolled_back);
+  Audit(committed, rolled_back, committed.size());
+  auto dead = ConsumeAll(env_->kafka_brokers(), {dlq}, 1, 30000);
+  ASSERT_EQ(dead.size(), 1u) << relay_->Output();
+  EXPECT_EQ(dead[0].Header("id"), "00000000-0000-4000-8000-0000000000bb");
+  EXPECT_THAT(dead[0].Header("error"), HasSubstr("too large"));
+  EXPECT_FALSE(dead[0].Header("truncated").empty());
+  EXPECT_TRUE(relay_->Running()) << relay_->Output();
+}
+
+TEST_F(PreconditionTest, MissingTable) {
+  ExpectRefusal("does not exist", {"--tables", "public.no_such_outbox"});
+}
+
+TEST_F(PreconditionTest, SlotWithAnotherPlugin) {
+  db_->Exec("SELECT pg_create_logical_replication_slot('" + slot_ +
+            "', 'test_decoding')");
+  ExpectRefusal("not wal2json");
+}
+
+TEST_F(PreconditionTest, RoleWithoutReplication) {
+  std::string role = UniqueName("norepl");
+  db_->Exec("CREATE ROLE " + role + " LOGIN");
+  auto args = RelayArgs();
+  args[2] = env_->pg_conninfo() + " user=" + role;
+  ExpectRefusal("REPLICATION", {}, args);
+}
+
+TEST_F(PreconditionTest, PluginNotAllowed) {
+  if (db_->Scalar("SELECT count(*) FROM pg_settings WHERE name = "
+                  "'output_plugin_libraries'") == "0") {
+    GTEST_SKIP() << "this minor release has no output_plugin_libraries "
+                    "(before 15.19/16.15/17.11/18.6): every installed plugin "
+                    "is allowed, there is nothing to refuse";
+  }
+  db_->Exec("ALTER SYSTEM SET output_plugin_libraries = pgoutput");
+  db_->Exec("SELECT pg_reload_conf()");
+  WaitUntil(
+      [&] { return db_->Scalar("SHOW output_plugin_libraries") == "pgoutput"; },
+      5000);
+  ExpectRefusal("output_plugin_libraries");
+  db_->Exec("ALTER SYSTEM RESET output_plugin_libraries");
+  db_->Exec("SELECT pg_reload_conf()");
+  WaitUntil(
+      [&] { return db_->Scalar("SHOW output_plugin_libraries") != "pgoutput"; },
+      5000);
+}
+
+TEST_F(PreconditionTest, WalLevelNotLogical) {
+  std::string pgdir = TempDir("pg_replica") + "/pg";
+  ASSERT_EQ(RunScript("pg.sh start " + pgdir + " >/dev/null"), 0);
+  std::string port = ReadFile(pgdir + "/port");
+  while (!port.empty() && port.back() == '\n') port.pop_back();
+  std::string conninfo =
+      "host=127.0.0.1 port=" + port + " user=postgres dbname=postgres";
+  {
+    auto db = PgConn::Connect(conninfo);
+    ASSERT_NE(db, nullptr);
+    db->Exec("ALTER SYSTEM SET wal_level = replica");
+  }
+  ASSERT_EQ(RunScript("pg.sh restart " + pgdir), 0);
+  auto args = RelayArgs();
+  args[2] = conninfo;
+  ExpectRefusal("wal_level", {}, args);
+  RunScript("pg.sh stop " + pgdir);
+}
+
+}  // namespace
+}  // namespace outbox::testing

@@ -1,0 +1,234 @@
+// outbox-relay end to end on its replication slot's life: the slot is
+// created only on a genuine first run, a slot that disappeared is refused
+// with the lost range and the fix, and an invalidated slot is a clear stop,
+// not an endless retry. The real binary against the fixture's PostgreSQL
+// (and, for invalidation, a cluster of its own with a small
+// max_slot_wal_keep_size) and Kafka.
+#include <filesystem>
+
+#include "e2e/relay/relay_e2e_fixture.h"
+
+namespace outbox::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class SlotLifeTest : public PreconditionTest {
+ protected:
+  std::string SlotCount(PgConn* db) {
+    return db->Scalar(
+        "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" +
+        slot_ + "'");
+  }
+  std::string MarkerPath() const { return StateDir() + "/" + slot_ + ".slot"; }
+  // Stops the relay with SIGTERM (flush, confirm, exit 0); returns the
+  // slot's confirmed position.
+  std::string StopRelay() {
+    relay_->Signal(SIGTERM);
+    EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+    return ConfirmedFlush();
+  }
+
+  std::vector<Event> committed_;
+  std::vector<std::string> rolled_back_;
+};
+
+TEST_F(SlotLifeTest, ADroppedSlotIsNotCreatedAnew) {
+  StartRelay();
+  // The slot is briefly active while it is being created: wait for the
+  // relay's own word.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return relay_->Output().find("slot_created=true") != std::string::npos;
+      },
+      30000))
+      << relay_->Output();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  EXPECT_THAT(relay_->Output(), HasSubstr("slot_marker=" + MarkerPath()));
+  Write(1, 5, 2, 0, &committed_, &rolled_back_);
+  Audit(committed_, rolled_back_, committed_.size());
+  const std::string confirmed = StopRelay();
+  ASSERT_TRUE(std::filesystem::exists(MarkerPath()));
+
+  // A DBA drops the "inactive" slot while the application commits events.
+  db_->Exec("SELECT pg_drop_replication_slot('" + slot_ + "')");
+  std::vector<Event> lost;
+  Write(2, 3, 2, 0, &lost, &rolled_back_);
+  ExpectRefusal("events committed after " + confirmed + " are in no slot");
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("replication slot \"" + slot_ +
+                        "\" does not exist, but this relay streamed from it "
+                        "before"));
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("--set postgres.acknowledge_slot_loss=" + confirmed));
+  EXPECT_THAT(relay_->Output(), HasSubstr("or delete " + MarkerPath()));
+  EXPECT_EQ(SlotCount(db_.get()), "0");
+  // Restarting changes nothing, nor does acknowledging another position.
+  ExpectRefusal("events committed after " + confirmed);
+  ExpectRefusal("(postgres.acknowledge_slot_loss is 0/1, not " + confirmed,
+                {"--set", "postgres.acknowledge_slot_loss=0/1"});
+  EXPECT_EQ(SlotCount(db_.get()), "0");
+
+  // The operator re-publishes the lost range, then acknowledges that loss.
+  StartRelay({"--set", "postgres.acknowledge_slot_loss=" + confirmed});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("creating the replication slot anew"));
+  Write(3, 3, 2, 0, &committed_, &rolled_back_);
+  Audit(committed_, rolled_back_, committed_.size());
+
+  // The acknowledgement covered that loss only: left in the config, it
+  // does not let a later drop pass.
+  const std::string confirmed2 = StopRelay();
+  ASSERT_NE(confirmed2, confirmed);
+  db_->Exec("SELECT pg_drop_replication_slot('" + slot_ + "')");
+  ExpectRefusal("events committed after " + confirmed2 + " are in no slot",
+                {"--set", "postgres.acknowledge_slot_loss=" + confirmed});
+  EXPECT_EQ(SlotCount(db_.get()), "0");
+}
+
+TEST_F(SlotLifeTest, ASlotDroppedUnderTheRunningRelayStopsIt) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  Write(1, 3, 2, 0, &committed_, &rolled_back_);
+  Audit(committed_, rolled_back_, committed_.size());
+  // Without its marker only the process remembers the slot.
+  std::filesystem::remove(MarkerPath());
+  // End the walsender and drop the slot before the relay reconnects.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        db_->Query(
+               "SELECT pg_terminate_backend(active_pid) FROM "
+               "pg_replication_slots WHERE slot_name = '" +
+               slot_ + "' AND active_pid IS NOT NULL")
+            .status()
+            .IgnoreError();
+        return db_->Query("SELECT pg_drop_replication_slot('" + slot_ + "')")
+            .ok();
+      },
+      30000));
+  EXPECT_EQ(relay_->Wait(30000), 3) << relay_->Output();
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("does not exist, but this relay streamed from it "
+                        "before"));
+  EXPECT_THAT(relay_->Output(), HasSubstr("are in no slot"));
+  EXPECT_EQ(SlotCount(db_.get()), "0");
+}
+
+TEST_F(SlotLifeTest, AnotherSystemIdentifierIsNamed) {
+  // The marker of a relay that streamed from this slot on another cluster
+  // (this one was restored from a dump, say).
+  std::filesystem::create_directories(StateDir());
+  std::ofstream(MarkerPath()) << "slot=" << slot_
+                              << "\nsystem_id=1234567890123456789\n"
+                                 "database=postgres\nconfirmed_lsn=0/ABCDEF\n";
+  const std::string system_id =
+      db_->Scalar("SELECT system_identifier FROM pg_control_system()");
+  ExpectRefusal("does not exist on this server (system identifier " +
+                system_id);
+  EXPECT_THAT(relay_->Output(), HasSubstr("on another one (system identifier "
+                                          "1234567890123456789"));
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("events committed after 0/ABCDEF are in no slot"));
+  EXPECT_EQ(SlotCount(db_.get()), "0");
+}
+
+TEST_F(SlotLifeTest, CreateSlotFalseNeverCreatesNorKeepsAMarker) {
+  ExpectRefusal("postgres.create_slot is false",
+                {"--set", "postgres.create_slot=false"});
+  EXPECT_EQ(SlotCount(db_.get()), "0");
+  EXPECT_FALSE(std::filesystem::exists(StateDir()));
+}
+
+// PostgreSQL 15 invalidates a slot at a checkpoint once it holds back more
+// WAL than max_slot_wal_keep_size. The relay then stops with exit 3 naming
+// the slot, its last confirmed LSN and the fix, instead of retrying for
+// ever; the fix then works.
+TEST_F(SlotLifeTest, AnInvalidatedSlotIsAClearStop) {
+  const std::string pgdir = TempDir("pg_small_keep") + "/pg";
+  ASSERT_EQ(RunScript("pg.sh start " + pgdir + " >/dev/null"), 0);
+  std::string port = ReadFile(pgdir + "/port");
+  while (!port.empty() && port.back() == '\n') port.pop_back();
+  const std::string conninfo =
+      "host=127.0.0.1 port=" + port + " user=postgres dbname=postgres";
+  auto db = PgConn::Connect(conninfo);
+  ASSERT_NE(db, nullptr);
+  db->Exec("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'");
+  db->Exec("SELECT pg_reload_conf()");
+  db->Exec(ReadFile(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox.sql"));
+  db->Exec("CREATE TABLE public." + table_ +
+           " (LIKE public.outbox INCLUDING ALL)");
+  auto args = RelayArgs();
+  args[2] = conninfo;
+  auto active = [&] {
+    return WaitUntil(
+        [&] {
+          return db->Scalar(
+                     "SELECT count(*) FROM pg_replication_slots WHERE "
+                     "slot_name = '" +
+                     slot_ + "' AND active") == "1";
+        },
+        30000);
+  };
+  auto insert = [&](const std::string& id) {
+    db->Exec("INSERT INTO public." + table_ +
+             " (id, aggregatetype, aggregateid, type, payload) VALUES ('" + id +
+             "', '" + aggtype_ + "', 'k', 'Created', '{}')");
+  };
+  relay_ = Process::Start(args, dir_ + "/relay.log");
+  ASSERT_TRUE(active()) << relay_->Output();
+  insert("00000000-0000-4000-8000-00000000c001");
+  ASSERT_EQ(ConsumeAll(env_->kafka_brokers(), {topic_}, 1, 30000).size(), 1u);
+  relay_->Signal(SIGTERM);
+  ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+  const std::string confirmed = db->Scalar(
+      "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE "
+      "slot_name = '" +
+      slot_ + "'");
+
+  // With the relay stopped, WAL moves on until a checkpoint invalidates
+  // the slot.
+  db->Exec("CREATE TABLE filler (x text)");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        db->Exec(
+            "INSERT INTO filler SELECT repeat('x', 1000) FROM "
+            "generate_series(1, 100)");
+        db->Exec("SELECT pg_switch_wal()");
+        db->Exec("CHECKPOINT");
+        return db->Scalar(
+                   "SELECT wal_status FROM pg_replication_slots WHERE "
+                   "slot_name = '" +
+                   slot_ + "'") == "lost";
+      },
+      60000));
+
+  relay_ = Process::Start(args, dir_ + "/relay.log");
+  EXPECT_EQ(relay_->Wait(30000), 3) << relay_->Output();
+  const std::string out = relay_->Output();
+  EXPECT_THAT(out,
+              HasSubstr("replication slot \"" + slot_ + "\" was invalidated"));
+  EXPECT_THAT(out, HasSubstr("Its last confirmed LSN is " + confirmed));
+  EXPECT_THAT(out, HasSubstr("drop it (SELECT pg_drop_replication_slot('" +
+                             slot_ + "'))"));
+  EXPECT_THAT(out, HasSubstr("events committed after " + confirmed +
+                             " are in no slot"));
+  EXPECT_THAT(out, Not(HasSubstr("waiting for PostgreSQL")));
+
+  // The fix as the line gives it: drop, re-publish, acknowledge.
+  db->Exec("SELECT pg_drop_replication_slot('" + slot_ + "')");
+  args.insert(args.end(),
+              {"--set", "postgres.acknowledge_slot_loss=" + confirmed});
+  relay_ = Process::Start(args, dir_ + "/relay.log");
+  ASSERT_TRUE(active()) << relay_->Output();
+  insert("00000000-0000-4000-8000-00000000c002");
+  EXPECT_EQ(ConsumeAll(env_->kafka_brokers(), {topic_}, 2, 30000).size(), 2u)
+      << relay_->Output();
+  relay_.reset();
+  db.reset();
+  RunScript("pg.sh stop " + pgdir);
+}
+
+}  // namespace
+}  // namespace outbox::testing

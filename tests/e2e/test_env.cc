@@ -1,0 +1,491 @@
+#include "e2e/test_env.h"
+
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+
+namespace outbox::testing {
+
+const TestEnv& TestEnv::Get() {
+  static const TestEnv* env = [] {
+    auto* e = new TestEnv;
+    const char* path = std::getenv("OUTBOX_TEST_ENV");
+    if (path == nullptr) {
+      ADD_FAILURE() << "OUTBOX_TEST_ENV is not set: run through ctest";
+      return e;
+    }
+    std::ifstream in(path);
+    if (!in) ADD_FAILURE() << "cannot read " << path;
+    std::string line;
+    while (std::getline(in, line)) {
+      size_t eq = line.find('=');
+      if (eq != std::string::npos) {
+        e->vars_[line.substr(0, eq)] = line.substr(eq + 1);
+      }
+    }
+    return e;
+  }();
+  return *env;
+}
+
+std::string TestEnv::Var(const std::string& key) const {
+  auto it = vars_.find(key);
+  if (it == vars_.end()) {
+    ADD_FAILURE() << key << " missing from the test environment file";
+    return "";
+  }
+  return it->second;
+}
+
+std::string UniqueName(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return absl::StrCat(
+      prefix, "_", getpid(), "_",
+      std::chrono::duration_cast<std::chrono::milliseconds>(now).count() %
+          100000000,
+      "_", counter++);
+}
+
+std::unique_ptr<PgConn> PgConn::Connect(const std::string& conninfo) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    ADD_FAILURE() << "connect " << conninfo << ": " << PQerrorMessage(conn);
+    PQfinish(conn);
+    return nullptr;
+  }
+  return std::unique_ptr<PgConn>(new PgConn(conn));
+}
+
+std::unique_ptr<PgConn> PgConn::ConnectQuietly(const std::string& conninfo) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    PQfinish(conn);
+    return nullptr;
+  }
+  return std::unique_ptr<PgConn>(new PgConn(conn));
+}
+
+PgConn::~PgConn() { PQfinish(static_cast<PGconn*>(conn_)); }
+
+absl::StatusOr<std::vector<std::vector<std::string>>> PgConn::Query(
+    const std::string& sql) {
+  auto* conn = static_cast<PGconn*>(conn_);
+  if (!PQsendQuery(conn, sql.c_str())) {
+    return absl::UnavailableError(PQerrorMessage(conn));
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::string error;
+  while (PGresult* res = PQgetResult(conn)) {
+    ExecStatusType st = PQresultStatus(res);
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+      rows.clear();
+      for (int r = 0; r < PQntuples(res); ++r) {
+        std::vector<std::string> row;
+        for (int c = 0; c < PQnfields(res); ++c) {
+          row.emplace_back(PQgetvalue(res, r, c));
+        }
+        rows.push_back(std::move(row));
+      }
+    } else if (error.empty()) {
+      error = PQresultErrorMessage(res);
+    }
+    PQclear(res);
+  }
+  if (!error.empty()) return absl::InternalError(error);
+  return rows;
+}
+
+std::string PgConn::Scalar(const std::string& sql) {
+  auto rows = Query(sql);
+  EXPECT_TRUE(rows.ok()) << sql << ": " << rows.status();
+  if (!rows.ok() || rows->empty() || rows->front().empty()) return "";
+  return rows->front().front();
+}
+
+void PgConn::Exec(const std::string& sql) {
+  auto rows = Query(sql);
+  ASSERT_TRUE(rows.ok()) << sql << ": " << rows.status();
+}
+
+std::string KafkaMessage::Header(const std::string& name) const {
+  for (const auto& [k, v] : headers) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+namespace {
+
+rd_kafka_conf_t* BaseConf(const std::string& brokers) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), err,
+                    sizeof(err));
+  rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+  return conf;
+}
+
+}  // namespace
+
+absl::Status ProduceSync(const std::string& brokers, const std::string& topic,
+                         const std::string& key, const std::string& value) {
+  rd_kafka_conf_t* conf = BaseConf(brokers);
+  static rd_kafka_resp_err_t last_err;
+  last_err = RD_KAFKA_RESP_ERR__IN_PROGRESS;
+  rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m,
+                                       void*) { last_err = m->err; });
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  if (rk == nullptr) return absl::InternalError(err);
+  rd_kafka_resp_err_t e = rd_kafka_producev(
+      rk, RD_KAFKA_V_TOPIC(topic.c_str()),
+      RD_KAFKA_V_KEY(key.data(), key.size()),
+      RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_flush(rk, 30000);
+  rd_kafka_destroy(rk);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::InternalError(rd_kafka_err2str(e));
+  }
+  if (last_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::InternalError(rd_kafka_err2str(last_err));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Runs one admin request on a throwaway client and hands its result event
+// to `result` (the event dies with the client).
+absl::Status RunAdmin(
+    const std::string& brokers,
+    const std::function<void(rd_kafka_t*, rd_kafka_queue_t*)>& request,
+    const std::function<absl::Status(rd_kafka_event_t*)>& result) {
+  char err[512];
+  rd_kafka_t* rk =
+      rd_kafka_new(RD_KAFKA_PRODUCER, BaseConf(brokers), err, sizeof(err));
+  if (rk == nullptr) return absl::InternalError(err);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  request(rk, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  absl::Status s;
+  if (ev == nullptr) {
+    s = absl::DeadlineExceededError("admin request timed out");
+  } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    s = absl::InternalError(rd_kafka_event_error_string(ev));
+  } else {
+    s = result(ev);
+  }
+  if (ev != nullptr) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+  return s;
+}
+
+}  // namespace
+
+absl::Status CreateTopic(const std::string& brokers, const std::string& topic,
+                         int partitions,
+                         const std::map<std::string, std::string>& configs) {
+  char err[512];
+  rd_kafka_NewTopic_t* nt =
+      rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, err, sizeof(err));
+  if (nt == nullptr) return absl::InvalidArgumentError(err);
+  for (const auto& [k, v] : configs) {
+    rd_kafka_NewTopic_set_config(nt, k.c_str(), v.c_str());
+  }
+  absl::Status s = RunAdmin(
+      brokers,
+      [&](rd_kafka_t* rk, rd_kafka_queue_t* q) {
+        rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
+      },
+      [](rd_kafka_event_t* ev) {
+        size_t n = 0;
+        const rd_kafka_topic_result_t** results =
+            rd_kafka_CreateTopics_result_topics(
+                rd_kafka_event_CreateTopics_result(ev), &n);
+        if (n != 1) return absl::InternalError("CreateTopics: no result");
+        if (rd_kafka_topic_result_error(results[0]) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
+          return absl::InternalError(
+              rd_kafka_topic_result_error_string(results[0]));
+        }
+        return absl::OkStatus();
+      });
+  rd_kafka_NewTopic_destroy(nt);
+  return s;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> TopicConfigs(
+    const std::string& brokers, const std::string& topic) {
+  rd_kafka_ConfigResource_t* res =
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+  std::map<std::string, std::string> out;
+  absl::Status s = RunAdmin(
+      brokers,
+      [&](rd_kafka_t* rk, rd_kafka_queue_t* q) {
+        rd_kafka_DescribeConfigs(rk, &res, 1, nullptr, q);
+      },
+      [&](rd_kafka_event_t* ev) {
+        size_t n = 0;
+        const rd_kafka_ConfigResource_t** resources =
+            rd_kafka_DescribeConfigs_result_resources(
+                rd_kafka_event_DescribeConfigs_result(ev), &n);
+        if (n != 1) return absl::InternalError("DescribeConfigs: no result");
+        if (rd_kafka_ConfigResource_error(resources[0]) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
+          return absl::NotFoundError(
+              rd_kafka_ConfigResource_error_string(resources[0]));
+        }
+        size_t count = 0;
+        const rd_kafka_ConfigEntry_t** entries =
+            rd_kafka_ConfigResource_configs(resources[0], &count);
+        for (size_t i = 0; i < count; ++i) {
+          const char* value = rd_kafka_ConfigEntry_value(entries[i]);
+          out[rd_kafka_ConfigEntry_name(entries[i])] = value ? value : "";
+        }
+        return absl::OkStatus();
+      });
+  rd_kafka_ConfigResource_destroy(res);
+  if (!s.ok()) return s;
+  return out;
+}
+
+std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
+                                     const std::vector<std::string>& topics,
+                                     size_t want, int timeout_ms) {
+  return ConsumeUntil(
+      brokers, topics,
+      [want](const std::vector<KafkaMessage>& got) {
+        return got.size() >= want;
+      },
+      timeout_ms);
+}
+
+std::vector<KafkaMessage> ConsumeUntil(
+    const std::string& brokers, const std::vector<std::string>& topics,
+    const std::function<bool(const std::vector<KafkaMessage>&)>& done,
+    int timeout_ms) {
+  rd_kafka_conf_t* conf = BaseConf(brokers);
+  char err[512];
+  rd_kafka_conf_set(conf, "group.id", UniqueName("test").c_str(), err,
+                    sizeof(err));
+  rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
+  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+  rd_kafka_conf_set(conf, "topic.metadata.refresh.interval.ms", "500", err,
+                    sizeof(err));
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  std::vector<KafkaMessage> out;
+  if (rk == nullptr) {
+    ADD_FAILURE() << err;
+    return out;
+  }
+  rd_kafka_poll_set_consumer(rk);
+  rd_kafka_topic_partition_list_t* subs =
+      rd_kafka_topic_partition_list_new(static_cast<int>(topics.size()));
+  for (const auto& t : topics) {
+    rd_kafka_topic_partition_list_add(subs, t.c_str(), RD_KAFKA_PARTITION_UA);
+  }
+  rd_kafka_subscribe(rk, subs);
+  rd_kafka_topic_partition_list_destroy(subs);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!done(out) && std::chrono::steady_clock::now() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 200);
+    if (m == nullptr) continue;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      KafkaMessage km;
+      km.topic = rd_kafka_topic_name(m->rkt);
+      km.partition = m->partition;
+      km.offset = m->offset;
+      km.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
+      km.key_null = m->key == nullptr;
+      km.value_null = m->payload == nullptr;
+      if (m->key) km.key.assign(static_cast<char*>(m->key), m->key_len);
+      if (m->payload) {
+        km.value.assign(static_cast<char*>(m->payload), m->len);
+      }
+      rd_kafka_headers_t* hdrs = nullptr;
+      if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char* name;
+        const void* val;
+        size_t size;
+        for (size_t i = 0;
+             rd_kafka_header_get_all(hdrs, i, &name, &val, &size) ==
+             RD_KAFKA_RESP_ERR_NO_ERROR;
+             ++i) {
+          km.headers.emplace_back(
+              name, val ? std::string(static_cast<const char*>(val), size)
+                        : std::string());
+        }
+      }
+      out.push_back(std::move(km));
+      deadline = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(timeout_ms);
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
+std::unique_ptr<Process> Process::Start(const std::vector<std::string>& argv,
+                                        const std::string& log_path) {
+  auto p = std::make_unique<Process>();
+  p->log_path_ = log_path;
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  p->pid_ = pid;
+  return p;
+}
+
+Process::~Process() {
+  if (Running()) {
+    Signal(SIGKILL);
+    Wait(10000);
+  }
+}
+
+void Process::Signal(int sig) {
+  if (pid_ > 0 && status_ < 0) kill(pid_, sig);
+}
+
+bool Process::Running() {
+  if (status_ >= 0) return false;
+  int st;
+  pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return false;
+  }
+  return true;
+}
+
+int Process::Wait(int timeout_ms) {
+  WaitUntil([this] { return !Running(); }, timeout_ms);
+  return status_;
+}
+
+std::string Process::Output() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> AtATerminal(const std::vector<std::string>& argv) {
+  // script -c takes one shell command: quote each word ('...', with ' as
+  // '\'').
+  std::vector<std::string> words;
+  for (const std::string& a : argv) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    words.push_back(q + "'");
+  }
+  // -q: no banner; -e: its exit code; -f: flush as it goes.
+  return {"/usr/bin/script", "-qefc", absl::StrJoin(words, " "), "/dev/null"};
+}
+
+std::string BinaryPath(const std::string& name) {
+  const char* dir = std::getenv("OUTBOX_BIN_DIR");
+  return absl::StrCat(dir ? dir : ".", "/", name);
+}
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void RunSqlFile(PgConn& db, const std::string& name) {
+  const char* root = getenv("OUTBOX_ROOT");
+  db.Exec(ReadFile(absl::StrCat(root ? root : ".", "/sql/", name)));
+}
+
+void CreateOutboxTable(PgConn& db, const std::string& table) {
+  RunSqlFile(db, "outbox.sql");
+  db.Exec("CREATE TABLE public." + table +
+          " (LIKE public.outbox INCLUDING ALL)");
+}
+
+std::string HugeEventSql(const std::string& table, const std::string& aggtype,
+                         const std::string& id) {
+  return "INSERT INTO public." + table +
+         " (id, aggregatetype, aggregateid, type, payload) VALUES ('" + id +
+         "', '" + aggtype +
+         "', 'big', 'Huge', jsonb_build_object('blob', repeat('y', "
+         "2000000)))";
+}
+
+std::string TempDir(const std::string& prefix) {
+  std::string templ = absl::StrCat("/tmp/", prefix, "_XXXXXX");
+  char* d = mkdtemp(templ.data());
+  EXPECT_NE(d, nullptr);
+  chmod(templ.c_str(), 0755);  // scripts may run servers as another user
+  return templ;
+}
+
+int RunScript(const std::string& args) {
+  const char* root = std::getenv("OUTBOX_ROOT");
+  std::string cmd = absl::StrCat(root ? root : ".", "/scripts/", args);
+  int st = system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool WaitUntil(const std::function<bool()>& done, int timeout_ms) {
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+}  // namespace outbox::testing

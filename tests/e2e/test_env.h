@@ -1,0 +1,147 @@
+// Test-only access to the real servers the `outbox_servers` CTest fixture
+// started: connection details, a plain SQL connection, a Kafka producer and
+// consumer. Fails the test (ADD_FAILURE / ASSERT) on any server error.
+#ifndef OUTBOX_TESTS_E2E_TEST_ENV_H_
+#define OUTBOX_TESTS_E2E_TEST_ENV_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace outbox::testing {
+
+// KEY=VALUE pairs from the file named by $OUTBOX_TEST_ENV.
+class TestEnv {
+ public:
+  static const TestEnv& Get();
+  std::string Var(const std::string& key) const;
+  std::string pg_conninfo() const { return Var("OUTBOX_PG_CONNINFO"); }
+  std::string kafka_brokers() const { return Var("OUTBOX_KAFKA_BROKERS"); }
+  std::string kafka_dir() const { return Var("OUTBOX_KAFKA_DIR"); }
+  std::string pg_dir() const { return Var("OUTBOX_PG_DIR"); }
+
+ private:
+  std::map<std::string, std::string> vars_;
+};
+
+// A unique lowercase name for per-test objects (slots, tables, topics).
+std::string UniqueName(const std::string& prefix);
+
+// A plain (non-replication) libpq connection.
+class PgConn {
+ public:
+  static std::unique_ptr<PgConn> Connect(const std::string& conninfo);
+  // Connect() that returns nullptr without failing the test (for loops that
+  // wait through a server restart).
+  static std::unique_ptr<PgConn> ConnectQuietly(const std::string& conninfo);
+  ~PgConn();
+  // Runs SQL; returns the rows of the last statement, fields as text
+  // ("" for NULL), or the server's error.
+  absl::StatusOr<std::vector<std::vector<std::string>>> Query(
+      const std::string& sql);
+  // Query() that must succeed; returns the first field of the first row.
+  std::string Scalar(const std::string& sql);
+  void Exec(const std::string& sql);
+
+ private:
+  explicit PgConn(void* conn) : conn_(conn) {}
+  void* conn_;
+};
+
+// A record read back from Kafka.
+struct KafkaMessage {
+  std::string topic;
+  int32_t partition = -1;
+  int64_t offset = -1;
+  int64_t timestamp_ms = -1;  // the record's timestamp (CreateTime)
+  std::string key;
+  std::string value;
+  bool key_null = false;
+  bool value_null = false;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string Header(const std::string& name) const;
+};
+
+// Produces one record and waits for its delivery report.
+absl::Status ProduceSync(const std::string& brokers, const std::string& topic,
+                         const std::string& key, const std::string& value);
+
+// Creates `topic` with `partitions` partitions (replication factor 1) and
+// the given topic configs.
+absl::Status CreateTopic(const std::string& brokers, const std::string& topic,
+                         int partitions,
+                         const std::map<std::string, std::string>& configs);
+
+// The topic's effective configs (DescribeConfigs), name -> value.
+absl::StatusOr<std::map<std::string, std::string>> TopicConfigs(
+    const std::string& brokers, const std::string& topic);
+
+// Reads topics from the beginning until `want` messages arrived or
+// `timeout_ms` passed with no new message; returns what it read.
+std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
+                                     const std::vector<std::string>& topics,
+                                     size_t want, int timeout_ms = 20000);
+
+// Like ConsumeAll, but stops when done(messages so far) returns true.
+std::vector<KafkaMessage> ConsumeUntil(
+    const std::string& brokers, const std::vector<std::string>& topics,
+    const std::function<bool(const std::vector<KafkaMessage>&)>& done,
+    int timeout_ms = 20000);
+
+// A child process (the relay binary) with its output in a log file.
+class Process {
+ public:
+  // Starts argv; stdout and stderr go to log_path.
+  static std::unique_ptr<Process> Start(const std::vector<std::string>& argv,
+                                        const std::string& log_path);
+  ~Process();  // SIGKILLs it if still running
+  void Signal(int sig);
+  // Exit code, 128+signal if killed, or -1 if still running after
+  // timeout_ms.
+  int Wait(int timeout_ms);
+  bool Running();
+  std::string Output() const;
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  int status_ = -1;
+  std::string log_path_;
+};
+
+// argv run at a pseudo-terminal (util-linux `script`), as a person at a
+// shell would; its output, terminal escapes and all, goes where Process
+// sends it.
+std::vector<std::string> AtATerminal(const std::vector<std::string>& argv);
+// $OUTBOX_BIN_DIR/name (the built binaries).
+std::string BinaryPath(const std::string& name);
+// A fresh temporary directory.
+std::string TempDir(const std::string& prefix);
+// A loopback TCP port nothing listens on right now (the kernel's pick for
+// port 0, released); 0 when none could be had.
+int FreeLoopbackPort();
+// Runs a repo script ($OUTBOX_ROOT/scripts/...) through the shell; returns
+// its exit status.
+int RunScript(const std::string& args);
+// Polls `done` every 50 ms until true or timeout_ms; returns its last value.
+bool WaitUntil(const std::function<bool()>& done, int timeout_ms);
+// The whole file at path ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+// Runs the repository's sql/<name> ($OUTBOX_ROOT/sql: outbox.sql,
+// roles.sql, ...) on db.
+void RunSqlFile(PgConn& db, const std::string& name);
+// sql/outbox.sql, then public.<table> LIKE public.outbox INCLUDING ALL: a
+// test's own outbox table.
+void CreateOutboxTable(PgConn& db, const std::string& table);
+// An INSERT into public.<table> of one event (aggregateid 'big', type
+// 'Huge') whose payload is 2 MB: over the producer's message.max.bytes (1 MB).
+std::string HugeEventSql(const std::string& table, const std::string& aggtype,
+                         const std::string& id);
+
+}  // namespace outbox::testing
+
+#endif  // OUTBOX_TESTS_E2E_TEST_ENV_H_
