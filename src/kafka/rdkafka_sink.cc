@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "config/redact.h"
+#include "outbox/clock.h"
 
 namespace outbox {
 
@@ -40,28 +40,31 @@ std::string RecordBytes(size_t key, size_t value, size_t headers) {
                       value, " + headers ", headers, ")");
 }
 
+// The one list of fencing codes: this producer's epoch is superseded and it
+// may never use its transactional.id again. librdkafka turns a broker's
+// PRODUCER_FENCED (and, for a transactional producer, INVALID_PRODUCER_EPOCH)
+// into its own fatal __FENCED, but older brokers and versions surface the
+// broker's codes as they are, from a call or as the fatal error.
+bool IsFencingError(rd_kafka_resp_err_t code) {
+  return code == RD_KAFKA_RESP_ERR__FENCED ||
+         code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+         code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+}
+
 // Takes ownership of `error` (may be null) and maps librdkafka's
 // transactional error classes to core/kafka_transactions.h's codes.
 absl::Status TransactionStatus(absl::string_view call,
                                rd_kafka_error_t* error) {
   if (error == nullptr) return absl::OkStatus();
-  rd_kafka_resp_err_t code = rd_kafka_error_code(error);
   std::string what =
       absl::StrCat("Kafka ", call, ": ", rd_kafka_error_name(error), ": ",
                    rd_kafka_error_string(error));
-  bool fatal = rd_kafka_error_is_fatal(error);
-  bool abort = rd_kafka_error_txn_requires_abort(error);
-  bool retriable = rd_kafka_error_is_retriable(error);
+  TransactionErrorClass error_class = ClassifyTransactionError(
+      IsFencingError(rd_kafka_error_code(error)),
+      rd_kafka_error_is_fatal(error), rd_kafka_error_txn_requires_abort(error),
+      rd_kafka_error_is_retriable(error));
   rd_kafka_error_destroy(error);
-  if (code == RD_KAFKA_RESP_ERR__FENCED ||
-      code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-      code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED) {
-    return absl::FailedPreconditionError(what);
-  }
-  if (fatal) return absl::InternalError(what);
-  if (abort) return absl::AbortedError(what);
-  if (retriable) return absl::UnavailableError(what);
-  return absl::InternalError(what);
+  return TransactionError(error_class, what);
 }
 
 // A connection error's reason that no reconnect fixes: the broker's
@@ -463,12 +466,10 @@ absl::Status RdKafkaSink::FatalTransactionError() const {
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
   std::string what =
       absl::StrCat("Kafka producer: ", rd_kafka_err2name(e), ": ", reason);
-  if (e == RD_KAFKA_RESP_ERR__FENCED ||
-      e == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-      e == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH) {
-    return absl::FailedPreconditionError(what);
-  }
-  return absl::InternalError(what);
+  return TransactionError(
+      ClassifyTransactionError(IsFencingError(e),
+                               /*fatal=*/true, false, false),
+      what);
 }
 
 absl::Status RdKafkaSink::BeginTransaction() {
@@ -498,10 +499,11 @@ absl::Status RdKafkaSink::CommitTransaction() {
   // transaction is abortable and the rest of it never drains: its flush
   // would wait out the whole timeout. Flush here in slices instead, serving
   // the delivery reports on this thread, and stop at the first failure.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(transaction_timeout_ms_);
+  const Clock* clock = RealClock();
+  const int64_t deadline_us =
+      clock->NowMicros() + int64_t{transaction_timeout_ms_} * 1000;
   while (!txn_delivery_failed_ && rd_kafka_outq_len(rk_) > 0 &&
-         std::chrono::steady_clock::now() < deadline) {
+         clock->NowMicros() < deadline_us) {
     rd_kafka_flush(rk_, kCommitFlushSliceMs);
   }
   if (txn_delivery_failed_) {
@@ -511,9 +513,7 @@ absl::Status RdKafkaSink::CommitTransaction() {
         "a record of the Kafka transaction failed delivery");
   }
   // What is left of the timeout: the flush above spent the rest.
-  int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now())
-                        .count();
+  const int64_t left_ms = (deadline_us - clock->NowMicros()) / 1000;
   absl::Status s = TransactionStatus(
       "commit_transaction",
       rd_kafka_commit_transaction(

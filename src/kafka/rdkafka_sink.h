@@ -18,7 +18,8 @@
 // (kafka.exactly_once): Create() calls init_transactions (fencing any older
 // producer with that id), and the KafkaTransactions methods map librdkafka's
 // error classes (fatal, fenced, txn_requires_abort, retriable) to the codes
-// core/kafka_transactions.h documents.
+// core/kafka_transactions.h documents, through its TransactionErrorClass;
+// what counts as fenced is one list (IsFencingError in rdkafka_sink.cc).
 //
 // Threading: one thread calls everything; the delivery handler runs inside
 // Poll() and Flush() on that thread. The only file that includes rdkafka.h
@@ -99,7 +100,8 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // Errors about the topic, not the record: PermissionDenied for a missing
   // ACL (topic or cluster authorization), NotFound for a topic that does not
   // exist, each with `what`; OK for any other error. The relay waits for
-  // the ACL or the topic (relay/kafka_topic_access.h), never poisons.
+  // the ACL or the topic (IsTopicAccessError, outbox/event_sink.h), never
+  // poisons.
   static absl::Status TopicAccessError(int rd_kafka_resp_err,
                                        absl::string_view what);
 
