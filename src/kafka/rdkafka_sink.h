@@ -19,7 +19,8 @@
 // producer with that id), and the KafkaTransactions methods map librdkafka's
 // error classes (fatal, fenced, txn_requires_abort, retriable) to the codes
 // core/kafka_transactions.h documents, through its TransactionErrorClass;
-// what counts as fenced is one list (IsFencingError in rdkafka_sink.cc).
+// what counts as fenced is one list (IsFencingError). The transactional
+// methods are in rdkafka_sink_transactions.cc.
 //
 // Threading: one thread calls everything; the delivery handler runs inside
 // Poll() and Flush() on that thread. The only file that includes rdkafka.h
@@ -39,6 +40,7 @@
 #include "outbox/event_sink.h"
 
 struct rd_kafka_s;
+struct rd_kafka_error_s;
 struct rd_kafka_message_s;
 struct rd_kafka_topic_s;
 
@@ -121,6 +123,14 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // The producer's fatal error in kafka_transactions.h's codes
   // (FailedPrecondition when fenced, else Internal); OK when none.
   absl::Status FatalTransactionError() const;
+  // Takes ownership of `error` (may be null) and maps librdkafka's
+  // transactional error classes to core/kafka_transactions.h's codes.
+  static absl::Status TransactionStatus(absl::string_view call,
+                                        rd_kafka_error_s* error);
+  // The opaque of records produced outside the tickets (checkpoints). Not
+  // null: ticket 0 is a ticket (outbox-relay republish numbers from 0), and
+  // no ticket reaches this value.
+  static void* const kUntracked;
 
   rd_kafka_s* rk_ = nullptr;
   absl::flat_hash_map<std::string, rd_kafka_topic_s*> topics_;

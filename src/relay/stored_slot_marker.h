@@ -31,7 +31,8 @@
 // exists again) or it is deleted. A store that cannot be read (Kafka
 // unreachable) makes CheckCreate()/Record() Unavailable: retried.
 //
-// Threading: thread safe (the supervisor calls CheckCreate()/Record(), the
+// Threading: thread safe (the supervisor's thread calls CheckCreate() and
+// Record() through LibpqReplicationStream::Connect(), the supervisor and the
 // slot monitor thread Confirmed()).
 #ifndef OUTBOX_RELAY_STORED_SLOT_MARKER_H_
 #define OUTBOX_RELAY_STORED_SLOT_MARKER_H_
@@ -98,8 +99,9 @@ class StoredSlotMarker final : public SlotMarker {
   // Where the marker is, for logs (the file; the topic and key once known).
   std::string where() const;
 
-  // The server the marker recorded when Open() read it, for the supervisor's
-  // first session to compare with (a promotion while the relay was down);
+  // The server the marker recorded when Open() read it, for the first
+  // session to compare with (SessionFactory, relay/session_factory.h: a
+  // promotion while the relay was down);
   // nullopt when there was no readable marker, it had no timeline, or the
   // store is read later.
   const std::optional<ServerIdentity>& RecordedServer() const {
