@@ -40,7 +40,7 @@ namespace outbox {
 struct CommandLine {
   enum class Command { kRun, kStatus, kRepublish, kFromDebezium };
 
-  // The republish command's flags (relay/republish_command.h). Timestamps
+  // The republish command's flags (cli/republish_command.h). Timestamps
   // are PostgreSQL timestamptz text, checked by the server.
   struct Republish {
     std::string since;  // empty with all

@@ -43,10 +43,10 @@ enum class TimestampSource { kAuto, kCommit, kProduce };
 // What the CDC relay does on an UPDATE of an outbox row (Debezium's
 // table.op.invalid.behavior): the row is never published again either way.
 enum class OnUpdate { kIgnore, kWarn, kError, kHalt };
-// Where outbox-relay keeps the slot marker (relay/slot_marker.h): a file in
-// postgres.state_dir, or a compacted Kafka topic (kafka.state_topic), so
+// Where outbox-relay keeps the slot marker (relay/stored_slot_marker.h): a file
+// in postgres.state_dir, or a compacted Kafka topic (kafka.state_topic), so
 // instances need no disk of their own.
-enum class SlotMarkerStore { kFile, kKafka };
+enum class SlotMarkerBackend { kFile, kKafka };
 // pgoutput's binary transfer (PostgreSQL 14+): auto uses it where the server
 // and every outbox column's type allow, on insists (refusing where they do
 // not), off streams text.
@@ -81,8 +81,8 @@ struct PostgresConfig {
   std::string standby_conninfo;
   // Like password_file, for standby_conninfo.
   std::string standby_password_file;
-  // Where the slot marker lives (relay/slot_marker.h).
-  SlotMarkerStore slot_marker = SlotMarkerStore::kFile;
+  // Where the slot marker lives (relay/stored_slot_marker.h).
+  SlotMarkerBackend slot_marker = SlotMarkerBackend::kFile;
   // slot_marker file: its directory; empty: the default,
   // $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.
   std::string state_dir;
@@ -162,8 +162,8 @@ struct OutboxConfig {
   std::string dead_letter_topic = "outbox.dead_letter";
   OutboxMessagesConfig messages;
 
-  // Debezium Outbox Event Router counterparts (route/event_router_options.h
-  // parses and applies them; docs/migration/debezium.md).
+  // Debezium Outbox Event Router counterparts (route/router.h applies them,
+  // route/field_placement.h parses the placements; docs/migration/debezium.md).
   Compatibility compatibility = Compatibility::kNative;
   DebeziumHeaders debezium;
   TimestampSource timestamp = TimestampSource::kAuto;
@@ -287,7 +287,7 @@ absl::string_view EnumName(PollerMode v);
 absl::string_view EnumName(Compatibility v);
 absl::string_view EnumName(TimestampSource v);
 absl::string_view EnumName(OnUpdate v);
-absl::string_view EnumName(SlotMarkerStore v);
+absl::string_view EnumName(SlotMarkerBackend v);
 absl::string_view EnumName(PgOutputBinary v);
 
 }  // namespace outbox

@@ -503,7 +503,7 @@ constexpr absl::string_view kTimestampSourceNames[] = {"auto", "commit",
                                                        "produce"};
 constexpr absl::string_view kOnUpdateNames[] = {"ignore", "warn", "error",
                                                 "halt"};
-constexpr absl::string_view kSlotMarkerStoreNames[] = {"file", "kafka"};
+constexpr absl::string_view kSlotMarkerBackendNames[] = {"file", "kafka"};
 constexpr absl::string_view kPgOutputBinaryNames[] = {"auto", "on", "off"};
 
 template <typename E>
@@ -538,8 +538,8 @@ struct EnumTraits<OnUpdate> {
   static constexpr const auto& kNames = kOnUpdateNames;
 };
 template <>
-struct EnumTraits<SlotMarkerStore> {
-  static constexpr const auto& kNames = kSlotMarkerStoreNames;
+struct EnumTraits<SlotMarkerBackend> {
+  static constexpr const auto& kNames = kSlotMarkerBackendNames;
 };
 template <>
 struct EnumTraits<PgOutputBinary> {
@@ -592,7 +592,7 @@ absl::string_view EnumName(PollerMode v) { return NameOf(v); }
 absl::string_view EnumName(Compatibility v) { return NameOf(v); }
 absl::string_view EnumName(TimestampSource v) { return NameOf(v); }
 absl::string_view EnumName(OnUpdate v) { return NameOf(v); }
-absl::string_view EnumName(SlotMarkerStore v) { return NameOf(v); }
+absl::string_view EnumName(SlotMarkerBackend v) { return NameOf(v); }
 absl::string_view EnumName(PgOutputBinary v) { return NameOf(v); }
 
 bool ConfigKey::IsMap() const {

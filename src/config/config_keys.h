@@ -28,7 +28,7 @@ using StringMap = std::map<std::string, std::string>;
 using FieldRef =
     std::variant<std::string*, int64_t*, bool*, OnInvalid*, LogFormat*,
                  LogLevel*, PollerMode*, Compatibility*, TimestampSource*,
-                 OnUpdate*, SlotMarkerStore*, PgOutputBinary*, StringMap*>;
+                 OnUpdate*, SlotMarkerBackend*, PgOutputBinary*, StringMap*>;
 
 // One outbox.tables[] entry as written: unset fields inherit from the
 // top-level outbox keys when the Config is resolved.

@@ -2,7 +2,8 @@
 // exactly-once commit policy needs it. Implemented over librdkafka by
 // RdKafkaSink (kafka/), by fakes in tests.
 //
-// Error codes, from librdkafka's classification of transactional errors:
+// Error codes, from librdkafka's classification of transactional errors
+// (TransactionErrorClass below is the one place that maps between them):
 //   Aborted            the transaction must be aborted (txn_requires_abort):
 //                      abort, then replay from the last checkpoint
 //   Unavailable        retriable: the same call may be made again
@@ -15,10 +16,60 @@
 #ifndef OUTBOX_CORE_KAFKA_TRANSACTIONS_H_
 #define OUTBOX_CORE_KAFKA_TRANSACTIONS_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace outbox {
+
+// What a failed transactional call means (the codes above).
+enum class TransactionErrorClass {
+  kFenced,     // never commit again: back to standby
+  kFatal,      // the producer is unusable: rebuild it
+  kAbortable,  // abort the transaction, replay from the last checkpoint
+  kRetriable,  // the same call may be made again
+};
+
+// librdkafka's flags of one error, as its transactional API reports them
+// (`fencing`: the code is one of the fencing codes, kafka/rdkafka_sink.cc's
+// IsFencingError), to the class. Fencing wins over fatal (librdkafka
+// reports a fence as fatal), fatal over abortable, abortable over
+// retriable; none of them: fatal.
+inline TransactionErrorClass ClassifyTransactionError(bool fencing, bool fatal,
+                                                      bool requires_abort,
+                                                      bool retriable) {
+  if (fencing) return TransactionErrorClass::kFenced;
+  if (fatal) return TransactionErrorClass::kFatal;
+  if (requires_abort) return TransactionErrorClass::kAbortable;
+  if (retriable) return TransactionErrorClass::kRetriable;
+  return TransactionErrorClass::kFatal;
+}
+
+// The class as the status code KafkaTransactions returns, saying `what`.
+inline absl::Status TransactionError(TransactionErrorClass c,
+                                     absl::string_view what) {
+  switch (c) {
+    case TransactionErrorClass::kFenced:
+      return absl::FailedPreconditionError(what);
+    case TransactionErrorClass::kAbortable:
+      return absl::AbortedError(what);
+    case TransactionErrorClass::kRetriable:
+      return absl::UnavailableError(what);
+    case TransactionErrorClass::kFatal:
+      break;
+  }
+  return absl::InternalError(what);
+}
+
+// The class of a non-OK status KafkaTransactions returned (the inverse of
+// TransactionError(); any other code is fatal).
+inline TransactionErrorClass TransactionErrorClassOf(const absl::Status& s) {
+  if (absl::IsFailedPrecondition(s)) return TransactionErrorClass::kFenced;
+  if (absl::IsAborted(s)) return TransactionErrorClass::kAbortable;
+  if (absl::IsUnavailable(s)) return TransactionErrorClass::kRetriable;
+  return TransactionErrorClass::kFatal;
+}
 
 class KafkaTransactions {
  public:

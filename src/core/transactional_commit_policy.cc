@@ -165,7 +165,8 @@ absl::Status TransactionalCommitPolicy::Commit(Lsn partial_commit_lsn,
 
 absl::Status TransactionalCommitPolicy::Fail(const absl::Status& s) {
   const bool was_open = open_;
-  if (absl::IsAborted(s)) {
+  const TransactionErrorClass error_class = TransactionErrorClassOf(s);
+  if (error_class == TransactionErrorClass::kAbortable) {
     // Abortable: abort so nothing of it is ever visible; the next session
     // replays from the last checkpoint.
     kafka_->AbortTransaction().IgnoreError();
@@ -176,13 +177,15 @@ absl::Status TransactionalCommitPolicy::Fail(const absl::Status& s) {
   const int64_t now_us =
       options_.clock != nullptr ? options_.clock->NowMicros() : now_us_;
   const int64_t open_ms = (now_us - opened_us_) / 1000;
+  // Every class ends the session as Unavailable (the supervisor waits and
+  // retries); the message says which it was.
   if (was_open && options_.timeout_ms > 0 && open_ms >= options_.timeout_ms) {
     failed_ = absl::UnavailableError(
         absl::StrCat("the Kafka transaction was open ", open_ms,
                      " ms, past transaction.timeout.ms (", options_.timeout_ms,
                      " ms): the broker aborted it; replaying from checkpoint ",
                      FormatLsn(committed_.end_lsn), " (", s.message(), ")"));
-  } else if (absl::IsFailedPrecondition(s)) {
+  } else if (error_class == TransactionErrorClass::kFenced) {
     failed_ = absl::UnavailableError(absl::StrCat(
         "fenced by another instance with the same transactional.id; back to "
         "standby, nothing committed past ",

@@ -6,12 +6,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "http/daemon_role.h"
+#include "http/daemon_status.h"
 
 namespace outbox {
 
 Lifecycle::Lifecycle(const PostgresConfig& postgres,
                      const std::atomic<bool>& stop, DaemonRole* role,
-                     DaemonStatus* status, std::function<void()> turn)
+                     DaemonStatus* status, std::function<void()> turn,
+                     const Clock* clock)
     : backoff_initial_ms_(postgres.reconnect_backoff_initial_ms),
       backoff_max_ms_(postgres.reconnect_backoff_max_ms),
       standby_retry_ms_(postgres.standby_retry_ms),
@@ -19,6 +22,7 @@ Lifecycle::Lifecycle(const PostgresConfig& postgres,
       daemon_role_(role),
       status_(status),
       turn_(std::move(turn)),
+      clock_(clock),
       backoff_ms_(backoff_initial_ms_) {
   Become(Role::kStandby);
 }
@@ -58,7 +62,7 @@ void Lifecycle::RetryAfter(absl::string_view waiting_for,
                            "(retry in ",
                            wait_ms, " ms)")
             : WaitingToReconnect(wait_ms),
-        kafka_state);
+        kafka_state.empty() ? kNoKafkaProducer : kafka_state);
   }
   // Say it once per distinct reason, not every retry.
   if (why.message() != last_wait_) {
@@ -75,8 +79,8 @@ void Lifecycle::RetryAfter(absl::string_view waiting_for,
 }
 
 void Lifecycle::Wait(int64_t ms) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!stop_.load() && std::chrono::steady_clock::now() < until) {
+  const int64_t until_us = clock_->NowMicros() + ms * 1000;
+  while (!stop_.load() && clock_->NowMicros() < until_us) {
     if (turn_) turn_();
     std::this_thread::sleep_for(std::chrono::milliseconds(
         std::min<int64_t>(50, std::max<int64_t>(1, ms))));

@@ -32,19 +32,24 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "config/config.h"
-#include "http/daemon_role.h"
-#include "http/daemon_status.h"
+#include "daemon/role.h"
+#include "outbox/clock.h"
 
 namespace outbox {
+
+class DaemonRole;    // http/daemon_role.h
+class DaemonStatus;  // http/daemon_status.h
 
 class Lifecycle {
  public:
   // `role` and `status` may be null (no metrics); `turn`, when set, is
   // called at least every 50 ms while waiting (the health heartbeat: a
-  // waiting supervisor is alive). All must outlive this.
+  // waiting supervisor is alive). Waits are timed by `clock`. All must
+  // outlive this.
   Lifecycle(const PostgresConfig& postgres, const std::atomic<bool>& stop,
             DaemonRole* role, DaemonStatus* status,
-            std::function<void()> turn = nullptr);
+            std::function<void()> turn = nullptr,
+            const Clock* clock = RealClock());
 
   Role role() const { return role_; }
   bool stopping() const { return stop_.load(); }
@@ -58,10 +63,10 @@ class Lifecycle {
   // (`slot_held_elsewhere`), else the reconnect backoff, doubled for the
   // next time. `waiting_for` ("PostgreSQL", "Kafka") and `why` are logged
   // once per distinct reason. `kafka_state` is the status page's Kafka
-  // state meanwhile.
+  // state meanwhile ("": kNoKafkaProducer, http/daemon_status.h).
   void RetryAfter(absl::string_view waiting_for, const absl::Status& why,
                   bool slot_held_elsewhere = false,
-                  absl::string_view kafka_state = kNoKafkaProducer);
+                  absl::string_view kafka_state = {});
   // The session made progress: the next backoff starts from the initial one.
   void Progressed();
   // -> stopped; returns `exit_code`.
@@ -78,6 +83,7 @@ class Lifecycle {
   DaemonRole* const daemon_role_;
   DaemonStatus* const status_;
   const std::function<void()> turn_;
+  const Clock* const clock_;
   Role role_ = Role::kStandby;
   int64_t backoff_ms_;
   std::string last_wait_;  // the reason logged last

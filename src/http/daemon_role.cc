@@ -6,20 +6,6 @@
 
 namespace outbox {
 
-absl::string_view RoleName(Role role) {
-  switch (role) {
-    case Role::kStandby:
-      return "standby";
-    case Role::kActive:
-      return "active";
-    case Role::kDraining:
-      return "draining";
-    case Role::kStopped:
-      return "stopped";
-  }
-  return "unknown";
-}
-
 DaemonRole::DaemonRole(prometheus::Registry& registry,
                        const std::string& metric_prefix) {
   auto& family =

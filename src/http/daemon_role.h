@@ -4,12 +4,7 @@
 // /activez). The supervisor moves it (daemon/lifecycle.h); nothing else
 // does.
 //
-//   standby   waiting: for the slot another instance holds (outbox-relay),
-//             or to (re)connect
-//   active    holds the slot (outbox-relay) or its connection (outbox-poller)
-//             and streams
-//   draining  ending a session: flushing Kafka, the final status update
-//   stopped   the supervisor returned; the process is exiting
+// The roles are daemon/role.h's.
 //
 // A standby is healthy when its last attempt found the slot held by another
 // instance and nothing else wrong (slot_held_elsewhere()): that is what the
@@ -25,6 +20,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "daemon/role.h"
 
 namespace prometheus {
 class Gauge;
@@ -32,13 +28,6 @@ class Registry;
 }  // namespace prometheus
 
 namespace outbox {
-
-enum class Role { kStandby, kActive, kDraining, kStopped };
-inline constexpr Role kRoles[] = {Role::kStandby, Role::kActive,
-                                  Role::kDraining, Role::kStopped};
-
-// "standby", "active", "draining", "stopped".
-absl::string_view RoleName(Role role);
 
 class DaemonRole {
  public:

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 
 #include "absl/strings/match.h"
@@ -40,30 +39,6 @@ std::string RecordBytes(size_t key, size_t value, size_t headers) {
                       value, " + headers ", headers, ")");
 }
 
-// Takes ownership of `error` (may be null) and maps librdkafka's
-// transactional error classes to core/kafka_transactions.h's codes.
-absl::Status TransactionStatus(absl::string_view call,
-                               rd_kafka_error_t* error) {
-  if (error == nullptr) return absl::OkStatus();
-  rd_kafka_resp_err_t code = rd_kafka_error_code(error);
-  std::string what =
-      absl::StrCat("Kafka ", call, ": ", rd_kafka_error_name(error), ": ",
-                   rd_kafka_error_string(error));
-  bool fatal = rd_kafka_error_is_fatal(error);
-  bool abort = rd_kafka_error_txn_requires_abort(error);
-  bool retriable = rd_kafka_error_is_retriable(error);
-  rd_kafka_error_destroy(error);
-  if (code == RD_KAFKA_RESP_ERR__FENCED ||
-      code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-      code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED) {
-    return absl::FailedPreconditionError(what);
-  }
-  if (fatal) return absl::InternalError(what);
-  if (abort) return absl::AbortedError(what);
-  if (retriable) return absl::UnavailableError(what);
-  return absl::InternalError(what);
-}
-
 // A connection error's reason that no reconnect fixes: the broker's
 // certificate failed verification, or the broker refused ours with a TLS
 // alert (which librdkafka reports as __SSL during the handshake, or as
@@ -74,15 +49,9 @@ bool IsTlsRefusal(absl::string_view reason) {
           absl::StrContains(reason, " alert "));
 }
 
-// Slices of the flush before a commit: how soon a failed record stops it.
-constexpr int kCommitFlushSliceMs = 50;
-
-// The opaque of records produced outside the tickets (checkpoints). Not
-// null: ticket 0 is a ticket (outbox-relay republish numbers from 0), and
-// no ticket reaches this value.
-void* const kUntracked = reinterpret_cast<void*>(~uintptr_t{0});
-
 }  // namespace
+
+void* const RdKafkaSink::kUntracked = reinterpret_cast<void*>(~uintptr_t{0});
 
 absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
     const KafkaOptions& options) {
@@ -455,83 +424,6 @@ absl::Status RdKafkaSink::health() const {
         "fatal Kafka producer error: ", rd_kafka_err2name(e), ": ", reason));
   }
   return refused_;
-}
-
-absl::Status RdKafkaSink::FatalTransactionError() const {
-  char reason[512];
-  rd_kafka_resp_err_t e = rd_kafka_fatal_error(rk_, reason, sizeof(reason));
-  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
-  std::string what =
-      absl::StrCat("Kafka producer: ", rd_kafka_err2name(e), ": ", reason);
-  if (e == RD_KAFKA_RESP_ERR__FENCED ||
-      e == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-      e == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH) {
-    return absl::FailedPreconditionError(what);
-  }
-  return absl::InternalError(what);
-}
-
-absl::Status RdKafkaSink::BeginTransaction() {
-  untracked_error_ = absl::OkStatus();
-  txn_delivery_failed_ = false;
-  return TransactionStatus("begin_transaction",
-                           rd_kafka_begin_transaction(rk_));
-}
-
-absl::Status RdKafkaSink::ProduceInTransaction(absl::string_view topic,
-                                               absl::string_view key,
-                                               absl::string_view value) {
-  rd_kafka_resp_err_t e = rd_kafka_producev(
-      rk_, RD_KAFKA_V_TOPIC(std::string(topic).c_str()),
-      RD_KAFKA_V_KEY(key.data(), key.size()),
-      RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(kUntracked),
-      RD_KAFKA_V_END);
-  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
-  if (absl::Status f = FatalTransactionError(); !f.ok()) return f;
-  return absl::AbortedError(absl::StrCat("cannot produce the checkpoint to ",
-                                         topic, ": ", rd_kafka_err2str(e)));
-}
-
-absl::Status RdKafkaSink::CommitTransaction() {
-  // commit_transaction flushes first, but once a record has failed the
-  // transaction is abortable and the rest of it never drains: its flush
-  // would wait out the whole timeout. Flush here in slices instead, serving
-  // the delivery reports on this thread, and stop at the first failure.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(transaction_timeout_ms_);
-  while (!txn_delivery_failed_ && rd_kafka_outq_len(rk_) > 0 &&
-         std::chrono::steady_clock::now() < deadline) {
-    rd_kafka_flush(rk_, kCommitFlushSliceMs);
-  }
-  if (txn_delivery_failed_) {
-    // Failed reports also come from a fatal error (fenced): say that.
-    if (absl::Status f = FatalTransactionError(); !f.ok()) return f;
-    return absl::AbortedError(
-        "a record of the Kafka transaction failed delivery");
-  }
-  // What is left of the timeout: the flush above spent the rest.
-  int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now())
-                        .count();
-  absl::Status s = TransactionStatus(
-      "commit_transaction",
-      rd_kafka_commit_transaction(
-          rk_, static_cast<int>(std::max<int64_t>(left_ms, 1))));
-  if (s.ok() && !untracked_error_.ok()) return untracked_error_;
-  return s;
-}
-
-absl::Status RdKafkaSink::AbortTransaction() {
-  // abort_transaction purges what is queued but waits for what is in
-  // flight, and after a refused record the rest of the transaction's
-  // requests never complete: it would wait out its whole timeout. Nothing
-  // of an aborted transaction is wanted, so purge in-flight records too
-  // (their reports come back failed, as for Purge()).
-  Purge();
-  return TransactionStatus(
-      "abort_transaction",
-      rd_kafka_abort_transaction(rk_, transaction_timeout_ms_));
 }
 
 absl::Status RdKafkaSink::InjectFatalErrorForTesting(int rd_kafka_resp_err,

@@ -18,7 +18,9 @@
 // (kafka.exactly_once): Create() calls init_transactions (fencing any older
 // producer with that id), and the KafkaTransactions methods map librdkafka's
 // error classes (fatal, fenced, txn_requires_abort, retriable) to the codes
-// core/kafka_transactions.h documents.
+// core/kafka_transactions.h documents, through its TransactionErrorClass;
+// what counts as fenced is one list (IsFencingError). The transactional
+// methods are in rdkafka_sink_transactions.cc.
 //
 // Threading: one thread calls everything; the delivery handler runs inside
 // Poll() and Flush() on that thread. The only file that includes rdkafka.h
@@ -38,6 +40,7 @@
 #include "outbox/event_sink.h"
 
 struct rd_kafka_s;
+struct rd_kafka_error_s;
 struct rd_kafka_message_s;
 struct rd_kafka_topic_s;
 
@@ -99,7 +102,8 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // Errors about the topic, not the record: PermissionDenied for a missing
   // ACL (topic or cluster authorization), NotFound for a topic that does not
   // exist, each with `what`; OK for any other error. The relay waits for
-  // the ACL or the topic (relay/kafka_topic_access.h), never poisons.
+  // the ACL or the topic (IsTopicAccessError, outbox/event_sink.h), never
+  // poisons.
   static absl::Status TopicAccessError(int rd_kafka_resp_err,
                                        absl::string_view what);
 
@@ -119,6 +123,14 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // The producer's fatal error in kafka_transactions.h's codes
   // (FailedPrecondition when fenced, else Internal); OK when none.
   absl::Status FatalTransactionError() const;
+  // Takes ownership of `error` (may be null) and maps librdkafka's
+  // transactional error classes to core/kafka_transactions.h's codes.
+  static absl::Status TransactionStatus(absl::string_view call,
+                                        rd_kafka_error_s* error);
+  // The opaque of records produced outside the tickets (checkpoints). Not
+  // null: ticket 0 is a ticket (outbox-relay republish numbers from 0), and
+  // no ticket reaches this value.
+  static void* const kUntracked;
 
   rd_kafka_s* rk_ = nullptr;
   absl::flat_hash_map<std::string, rd_kafka_topic_s*> topics_;

@@ -8,25 +8,26 @@
 
 namespace outbox {
 
-KafkaMarkerStore::KafkaMarkerStore(KafkaOptions options, std::string topic,
-                                   std::string slot, int timeout_ms)
+KafkaSlotMarkerStore::KafkaSlotMarkerStore(KafkaOptions options,
+                                           std::string topic, std::string slot,
+                                           int timeout_ms)
     : options_(std::move(options)),
       topic_(std::move(topic)),
       slot_(std::move(slot)),
       timeout_ms_(timeout_ms) {}
 
-KafkaMarkerStore::~KafkaMarkerStore() = default;
+KafkaSlotMarkerStore::~KafkaSlotMarkerStore() = default;
 
-std::string KafkaMarkerStore::Key(const std::string& system_id) const {
+std::string KafkaSlotMarkerStore::Key(const std::string& system_id) const {
   return Checkpoint::Key(system_id, slot_);
 }
 
-std::string KafkaMarkerStore::where(const std::string& system_id) const {
+std::string KafkaSlotMarkerStore::where(const std::string& system_id) const {
   return absl::StrCat("the record keyed ", Key(system_id), " in Kafka topic ",
                       topic_, " (postgres.slot_marker kafka)");
 }
 
-absl::StatusOr<std::optional<std::string>> KafkaMarkerStore::Load(
+absl::StatusOr<std::optional<std::string>> KafkaSlotMarkerStore::Load(
     const std::string& system_id) {
   if (!topic_checked_) {
     absl::StatusOr<CheckpointTopicState> t =
@@ -52,8 +53,8 @@ absl::StatusOr<std::optional<std::string>> KafkaMarkerStore::Load(
                          "state topic");
 }
 
-absl::Status KafkaMarkerStore::Save(const std::string& system_id,
-                                    const std::string& text) {
+absl::Status KafkaSlotMarkerStore::Save(const std::string& system_id,
+                                        const std::string& text) {
   if (producer_ == nullptr) {
     KafkaOptions o = options_;
     o.on_connection_state = nullptr;

@@ -1,5 +1,5 @@
-// KafkaMarkerStore: postgres.slot_marker kafka, the slot marker
-// (relay/slot_marker.h) as the newest record keyed "<system
+// KafkaSlotMarkerStore: postgres.slot_marker kafka, the slot marker
+// (relay/stored_slot_marker.h) as the newest record keyed "<system
 // identifier>/<slot>" in the compacted kafka.state_topic, beside the
 // exactly-once checkpoints. Every instance of a pair reads and writes the
 // same record, so none needs a disk of its own: a pod rescheduled without
@@ -11,7 +11,7 @@
 // waits for the broker's acknowledgement (acks=all). Kafka unreachable
 // within the timeout: Unavailable (the relay retries the session).
 //
-// Threading: SlotMarker serializes the calls.
+// Threading: StoredSlotMarker serializes the calls.
 #ifndef OUTBOX_KAFKA_STATE_TOPIC_H_
 #define OUTBOX_KAFKA_STATE_TOPIC_H_
 
@@ -19,16 +19,16 @@
 #include <string>
 
 #include "kafka/rdkafka_sink.h"
-#include "pg/slot_history.h"
+#include "pg/slot_marker.h"
 
 namespace outbox {
 
-class KafkaMarkerStore final : public MarkerStore {
+class KafkaSlotMarkerStore final : public SlotMarkerStore {
  public:
   // `options`: the relay's producer options (brokers, TLS, SASL).
-  KafkaMarkerStore(KafkaOptions options, std::string topic, std::string slot,
-                   int timeout_ms);
-  ~KafkaMarkerStore() override;
+  KafkaSlotMarkerStore(KafkaOptions options, std::string topic,
+                       std::string slot, int timeout_ms);
+  ~KafkaSlotMarkerStore() override;
 
   absl::StatusOr<std::optional<std::string>> Load(
       const std::string& system_id) override;

@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "kafka/admin_call.h"
 
 namespace outbox {
@@ -67,6 +68,28 @@ absl::Status TopicAdmin::CreateTopic(const std::string& topic,
   return absl::PermissionDeniedError(
       absl::StrCat("cannot create topic ", topic, ": ",
                    rd_kafka_topic_result_error_string(results[0])));
+}
+
+absl::Status CreateMissingTopic(const KafkaOptions& kafka,
+                                const KafkaConfig::TopicCreation& creation,
+                                const std::string& topic, int timeout_ms) {
+  absl::StatusOr<std::unique_ptr<TopicAdmin>> admin = TopicAdmin::Create(kafka);
+  if (!admin.ok()) return admin.status();
+  NewTopicSpec spec;
+  spec.partitions = static_cast<int>(creation.partitions);
+  spec.replication_factor = static_cast<int>(creation.replication_factor);
+  spec.configs = creation.configs;
+  absl::Status s = (*admin)->CreateTopic(topic, spec, timeout_ms);
+  if (!s.ok()) {
+    Log(Severity::kWarn, "cannot create the missing topic",
+        {{"topic", topic}, {"error", std::string(s.message())}});
+    return s;
+  }
+  Log(Severity::kInfo, "created the missing topic (kafka.topic_creation)",
+      {{"topic", topic},
+       {"partitions", absl::StrCat(spec.partitions)},
+       {"replication_factor", absl::StrCat(spec.replication_factor)}});
+  return absl::OkStatus();
 }
 
 }  // namespace outbox

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "config/config.h"
 #include "kafka/rdkafka_sink.h"
 
 struct rd_kafka_s;
@@ -49,6 +50,13 @@ class TopicAdmin {
   explicit TopicAdmin(rd_kafka_s* rk) : rk_(rk) {}
   rd_kafka_s* rk_;
 };
+
+// kafka.topic_creation: creates `topic`, which Kafka said does not exist,
+// with the configured partitions, replication factor and configs; logs
+// the outcome. Errors as CreateTopic()'s (and Create()'s).
+absl::Status CreateMissingTopic(const KafkaOptions& kafka,
+                                const KafkaConfig::TopicCreation& creation,
+                                const std::string& topic, int timeout_ms);
 
 }  // namespace outbox
 

@@ -156,8 +156,8 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
           absl::StrCat("replication slot \"", options_.slot,
                        "\" does not exist and postgres.create_slot is false"));
     }
-    if (options_.history != nullptr) {
-      RETURN_IF_ERROR(options_.history->CheckCreate(server_));
+    if (options_.slot_marker != nullptr) {
+      RETURN_IF_ERROR(options_.slot_marker->CheckCreate(server_));
     }
     // PostgreSQL 15 added the parenthesised options; 14 has only the old
     // keyword syntax; 17 the FAILOVER option.
@@ -174,8 +174,8 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                      ParseLsn(PgConnection::Value(*created, 0, 1)));
     server_.slot_restart = server_.slot_confirmed_flush;
     server_.slot_created = true;
-    if (options_.history != nullptr) {
-      RETURN_IF_ERROR(options_.history->Record(server_));
+    if (options_.slot_marker != nullptr) {
+      RETURN_IF_ERROR(options_.slot_marker->Record(server_));
     }
     return absl::OkStatus();
   }
@@ -204,8 +204,8 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                      ParseLsn(PgConnection::Value(res, 0, 5)));
   }
   flushed_ = server_.slot_confirmed_flush;
-  if (options_.history != nullptr) {
-    RETURN_IF_ERROR(options_.history->Record(server_));
+  if (options_.slot_marker != nullptr) {
+    RETURN_IF_ERROR(options_.slot_marker->Record(server_));
   }
   if (PgConnection::Value(res, 0, 6) == "lost") {
     return absl::FailedPreconditionError(SlotInvalidatedMessage(

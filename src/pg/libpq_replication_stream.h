@@ -8,7 +8,7 @@
 //                       output_plugin_libraries or not installed, or its
 //                       setup missing (pgoutput's publication), no
 //                       REPLICATION privilege, slot missing (create_slot off,
-//                       or the SlotHistory refuses to create it anew), slot
+//                       or the SlotMarker refuses to create it anew), slot
 //                       made with another plugin or for another database,
 //                       slot invalidated (wal_status lost), outbox table or
 //                       column missing
@@ -33,8 +33,8 @@
 #include "absl/status/statusor.h"
 #include "outbox/replication_stream.h"
 #include "pg/pg_connection.h"
-#include "pg/slot_history.h"
 #include "pg/slot_loss.h"
+#include "pg/slot_marker.h"
 #include "plugin/output_plugin.h"
 
 namespace outbox {
@@ -42,7 +42,7 @@ namespace outbox {
 struct ReplicationOptions {
   std::string conninfo;  // libpq conninfo or URI; "" = PG* environment
   std::string slot = "outbox_relay";
-  // Create the slot when it is missing, if `history` (when set) agrees.
+  // Create the slot when it is missing, if `slot_marker` (when set) agrees.
   bool create_slot = true;
   // PostgreSQL 17+ on a primary: create the slot with FAILOVER, and enable
   // it (ALTER_REPLICATION_SLOT) on an existing slot without it, so standbys
@@ -50,8 +50,8 @@ struct ReplicationOptions {
   // Ignored on 16 and older, and on a standby (which refuses it).
   bool failover_slot = true;
   // Remembers the slot and decides whether a missing one may be created
-  // (see slot_history.h). Not owned; null: create whenever missing.
-  SlotHistory* history = nullptr;
+  // (see slot_marker.h). Not owned; null: create whenever missing.
+  SlotMarker* slot_marker = nullptr;
   // Tables to stream, each with the columns that must exist.
   struct Table {
     std::string schema;

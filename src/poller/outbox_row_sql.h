@@ -1,7 +1,7 @@
 // The SQL side of OutboxRow: how a reader of outbox rows asks PostgreSQL for
 // them so that ToChange() gives the Router what the wal2json decoder would.
 // Shared by LibpqOutboxStore (outbox-poller's claims) and `outbox-relay
-// republish` (relay/republish_command.h), so both read a row the same way.
+// republish` (cli/republish_command.h), so both read a row the same way.
 //
 // A reading session needs kOutboxRowSettings (timestamps as the record
 // contract's text). Pure functions over the server's answers; thread safe.

@@ -5,6 +5,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "cli/from_debezium_command.h"
+#include "cli/republish_command.h"
+#include "cli/status_command.h"
 #include "common/logging.h"
 #include "common/version.h"
 #include "config/command_line.h"
@@ -13,11 +16,8 @@
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
 #include "prometheus/registry.h"
-#include "relay/from_debezium_command.h"
 #include "relay/relay_health.h"
 #include "relay/relay_metrics.h"
-#include "relay/republish_command.h"
-#include "relay/status_command.h"
 #include "relay/supervisor.h"
 
 namespace {

@@ -6,7 +6,7 @@
 // timeline is higher; a different system identifier is another cluster
 // altogether (restored, rebuilt, or not a physical copy), whose slot, if it
 // has one, holds another history. The cross-process counterpart for the
-// system identifier is the slot marker (SlotMarker::Record() warns).
+// system identifier is the slot marker (StoredSlotMarker::Record() warns).
 //
 // Pure functions; thread safe.
 #ifndef OUTBOX_RELAY_SERVER_CHANGE_H_

@@ -1,5 +1,5 @@
-// SlotMarker: outbox-relay's SlotHistory (pg/slot_history.h): a marker per
-// slot, kept by a MarkerStore, plus this process's memory, so a slot that
+// StoredSlotMarker: outbox-relay's SlotMarker (pg/slot_marker.h): a marker per
+// slot, kept by a SlotMarkerStore, plus this process's memory, so a slot that
 // disappeared is never silently created anew.
 //
 // The marker records the slot, the server's system identifier, the
@@ -10,10 +10,10 @@
 // (the slot monitor, every kSlotMonitorInterval).
 //
 // Two stores (postgres.slot_marker):
-//   file   FileMarkerStore: <state_dir>/<slot>.slot, written atomically (a
+//   file   FileSlotMarkerStore: <state_dir>/<slot>.slot, written atomically (a
 //          temporary file, fsync, rename, fsync of the directory); one per
 //          instance, on its disk.
-//   kafka  KafkaMarkerStore (kafka/state_topic.h): the record keyed
+//   kafka  KafkaSlotMarkerStore (kafka/state_topic.h): the record keyed
 //          "<system identifier>/<slot>" in the compacted kafka.state_topic,
 //          shared by every instance, so an instance needs no disk of its own
 //          (a rescheduled pod keeps the guard). Keyed by system identifier,
@@ -31,10 +31,11 @@
 // exists again) or it is deleted. A store that cannot be read (Kafka
 // unreachable) makes CheckCreate()/Record() Unavailable: retried.
 //
-// Threading: thread safe (the supervisor calls CheckCreate()/Record(), the
+// Threading: thread safe (the supervisor's thread calls CheckCreate() and
+// Record() through LibpqReplicationStream::Connect(), the supervisor and the
 // slot monitor thread Confirmed()).
-#ifndef OUTBOX_RELAY_SLOT_MARKER_H_
-#define OUTBOX_RELAY_SLOT_MARKER_H_
+#ifndef OUTBOX_RELAY_STORED_SLOT_MARKER_H_
+#define OUTBOX_RELAY_STORED_SLOT_MARKER_H_
 
 #include <memory>
 #include <mutex>
@@ -43,18 +44,20 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "config/config.h"
+#include "kafka/rdkafka_sink.h"
 #include "outbox/lsn.h"
-#include "pg/slot_history.h"
+#include "pg/slot_marker.h"
 #include "relay/server_change.h"
 
 namespace outbox {
 
 // postgres.slot_marker file.
-class FileMarkerStore final : public MarkerStore {
+class FileSlotMarkerStore final : public SlotMarkerStore {
  public:
   // Creates `state_dir` (mode 0700, parents too) when missing.
   // FailedPrecondition when it cannot be created or written.
-  static absl::StatusOr<std::unique_ptr<FileMarkerStore>> Open(
+  static absl::StatusOr<std::unique_ptr<FileSlotMarkerStore>> Open(
       const std::string& state_dir, const std::string& slot);
 
   absl::StatusOr<std::optional<std::string>> Load(
@@ -65,7 +68,7 @@ class FileMarkerStore final : public MarkerStore {
   std::string where(const std::string&) const override { return path_; }
 
  private:
-  FileMarkerStore(std::string dir, std::string path)
+  FileSlotMarkerStore(std::string dir, std::string path)
       : dir_(std::move(dir)), path_(std::move(path)) {}
   const std::string dir_;
   const std::string path_;
@@ -76,13 +79,13 @@ class FileMarkerStore final : public MarkerStore {
 // variable is set.
 absl::StatusOr<std::string> DefaultStateDir();
 
-class SlotMarker final : public SlotHistory {
+class StoredSlotMarker final : public SlotMarker {
  public:
   // Reads the marker of `slot` now unless the store is keyed by system
   // identifier. `acknowledged_loss`: kInvalidLsn, or the LSN of
   // postgres.acknowledge_slot_loss. Errors: the store's Load().
-  static absl::StatusOr<std::unique_ptr<SlotMarker>> Open(
-      std::unique_ptr<MarkerStore> store, const std::string& slot,
+  static absl::StatusOr<std::unique_ptr<StoredSlotMarker>> Open(
+      std::unique_ptr<SlotMarkerStore> store, const std::string& slot,
       Lsn acknowledged_loss);
 
   absl::Status CheckCreate(const ServerInfo& server) override;
@@ -96,8 +99,9 @@ class SlotMarker final : public SlotHistory {
   // Where the marker is, for logs (the file; the topic and key once known).
   std::string where() const;
 
-  // The server the marker recorded when Open() read it, for the supervisor's
-  // first session to compare with (a promotion while the relay was down);
+  // The server the marker recorded when Open() read it, for the first
+  // session to compare with (SessionFactory, relay/session_factory.h: a
+  // promotion while the relay was down);
   // nullopt when there was no readable marker, it had no timeline, or the
   // store is read later.
   const std::optional<ServerIdentity>& RecordedServer() const {
@@ -114,8 +118,8 @@ class SlotMarker final : public SlotHistory {
     std::string unreadable;  // why, when the marker could not be read
   };
 
-  SlotMarker(std::unique_ptr<MarkerStore> store, std::string slot,
-             Lsn acknowledged_loss)
+  StoredSlotMarker(std::unique_ptr<SlotMarkerStore> store, std::string slot,
+                   Lsn acknowledged_loss)
       : store_(std::move(store)),
         slot_(std::move(slot)),
         acknowledged_loss_(acknowledged_loss) {}
@@ -126,7 +130,7 @@ class SlotMarker final : public SlotHistory {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteLocked(const Marker& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::unique_ptr<MarkerStore> store_;
+  const std::unique_ptr<SlotMarkerStore> store_;
   const std::string slot_;
   const Lsn acknowledged_loss_;
   mutable std::mutex mu_;
@@ -142,10 +146,16 @@ class SlotMarker final : public SlotHistory {
 };
 
 // The file store and its marker, as postgres.slot_marker file opens them.
-absl::StatusOr<std::unique_ptr<SlotMarker>> OpenFileSlotMarker(
+absl::StatusOr<std::unique_ptr<StoredSlotMarker>> OpenFileSlotMarker(
     const std::string& state_dir, const std::string& slot,
     Lsn acknowledged_loss);
 
+// The slot marker where postgres.slot_marker keeps it (a file under
+// postgres.state_dir, or the Kafka state topic over `kafka`), knowing
+// postgres.acknowledge_slot_loss. Errors: the store's.
+absl::StatusOr<std::unique_ptr<StoredSlotMarker>> OpenSlotMarker(
+    const Config& config, const KafkaOptions& kafka);
+
 }  // namespace outbox
 
-#endif  // OUTBOX_RELAY_SLOT_MARKER_H_
+#endif  // OUTBOX_RELAY_STORED_SLOT_MARKER_H_

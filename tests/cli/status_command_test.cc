@@ -1,6 +1,6 @@
 // The `outbox-relay status` report format (the query itself runs against a
 // real server in tests/integration/metrics_e2e_test.cc).
-#include "relay/status_command.h"
+#include "cli/status_command.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

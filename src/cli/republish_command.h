@@ -30,8 +30,8 @@
 // kExitInternal (a delivery failed, a server could not be read) or
 // kExitPrecondition (a table or the time column is missing) or kExitUsage
 // (a time PostgreSQL cannot read). Threading: the calling thread only.
-#ifndef OUTBOX_RELAY_REPUBLISH_COMMAND_H_
-#define OUTBOX_RELAY_REPUBLISH_COMMAND_H_
+#ifndef OUTBOX_CLI_REPUBLISH_COMMAND_H_
+#define OUTBOX_CLI_REPUBLISH_COMMAND_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -52,4 +52,4 @@ int RunRepublishCommand(const Config& config,
 
 }  // namespace outbox
 
-#endif  // OUTBOX_RELAY_REPUBLISH_COMMAND_H_
+#endif  // OUTBOX_CLI_REPUBLISH_COMMAND_H_

@@ -24,8 +24,8 @@
 // Returns the process exit code: 0, kExitPrecondition (3) with one line on
 // stderr when the slot does not exist, kExitInternal (1) when PostgreSQL
 // cannot be reached or queried.
-#ifndef OUTBOX_RELAY_STATUS_COMMAND_H_
-#define OUTBOX_RELAY_STATUS_COMMAND_H_
+#ifndef OUTBOX_CLI_STATUS_COMMAND_H_
+#define OUTBOX_CLI_STATUS_COMMAND_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -50,4 +50,4 @@ std::string HumanBytes(int64_t bytes);
 
 }  // namespace outbox
 
-#endif  // OUTBOX_RELAY_STATUS_COMMAND_H_
+#endif  // OUTBOX_CLI_STATUS_COMMAND_H_

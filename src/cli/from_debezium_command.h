@@ -9,8 +9,8 @@
 // Returns the exit code: 0; kExitUsage (2) with one line on stderr for an
 // unreadable file or a connector it cannot translate (naming every key that
 // has no counterpart); kExitInternal (1) if its own YAML did not load.
-#ifndef OUTBOX_RELAY_FROM_DEBEZIUM_COMMAND_H_
-#define OUTBOX_RELAY_FROM_DEBEZIUM_COMMAND_H_
+#ifndef OUTBOX_CLI_FROM_DEBEZIUM_COMMAND_H_
+#define OUTBOX_CLI_FROM_DEBEZIUM_COMMAND_H_
 
 #include <cstdio>
 #include <string>
@@ -23,4 +23,4 @@ int RunFromDebeziumCommand(const std::string& path,
 
 }  // namespace outbox
 
-#endif  // OUTBOX_RELAY_FROM_DEBEZIUM_COMMAND_H_
+#endif  // OUTBOX_CLI_FROM_DEBEZIUM_COMMAND_H_

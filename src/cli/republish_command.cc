@@ -1,6 +1,5 @@
-#include "relay/republish_command.h"
+#include "cli/republish_command.h"
 
-#include <chrono>
 #include <map>
 #include <memory>
 #include <utility>
@@ -12,11 +11,12 @@
 #include "common/progress.h"
 #include "daemon/exit_code.h"
 #include "kafka/rdkafka_sink.h"
+#include "outbox/clock.h"
 #include "outbox/status_macros.h"
 #include "pg/pg_connection.h"
 #include "poller/outbox_row.h"
 #include "poller/outbox_row_sql.h"
-#include "relay/supervisor.h"
+#include "relay/relay_config.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -180,13 +180,12 @@ Outcome Produce(const Config& config, const RowsInRange& rows,
     const auto [t, r] = rows.rows_at[i];
     ToChange(rows.tables[t].shape, rows.tables[t].rows[r], &change);
     absl::Status s = router.Route(change, &record);
-    const auto give_up =
-        std::chrono::steady_clock::now() +
-        std::chrono::milliseconds(config.kafka.flush_timeout_ms);
+    const int64_t give_up_us =
+        RealClock()->NowMicros() + config.kafka.flush_timeout_ms * 1000;
     while (s.ok()) {
       s = sink.Produce(record, i);
       if (!absl::IsResourceExhausted(s) && !absl::IsUnavailable(s)) break;
-      if (std::chrono::steady_clock::now() > give_up) break;
+      if (RealClock()->NowMicros() > give_up_us) break;
       sink.Poll(kPollMs);  // a full queue or a topic not known yet
     }
     if (!s.ok()) outcome.Fail(rows.events[i].id, s.message());

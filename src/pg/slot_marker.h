@@ -1,4 +1,4 @@
-// SlotHistory: what the relay remembers of its replication slot, so that a
+// SlotMarker: what the relay remembers of its replication slot, so that a
 // slot that disappeared (dropped by hand, not carried over by a failover,
 // invalidated and dropped) is never silently created anew. A new slot
 // starts at the current WAL position: the events committed after the old
@@ -16,11 +16,11 @@
 //     returned from Connect() as is (FailedPrecondition, one line naming the
 //     lost range and the fix);
 //   - after creating it: Record() with the new slot's position.
-// Implementations decide how they remember (SlotMarker: a marker file or a
-// Kafka record, plus the process's memory). Threading: as the
-// implementation says.
-#ifndef OUTBOX_PG_SLOT_HISTORY_H_
-#define OUTBOX_PG_SLOT_HISTORY_H_
+// Implementations decide how they remember (StoredSlotMarker: a marker file or
+// a Kafka record, plus the process's memory). Threading: as the implementation
+// says.
+#ifndef OUTBOX_PG_SLOT_MARKER_H_
+#define OUTBOX_PG_SLOT_MARKER_H_
 
 #include <optional>
 #include <string>
@@ -32,23 +32,23 @@ namespace outbox {
 
 struct ServerInfo;
 
-class SlotHistory {
+class SlotMarker {
  public:
-  virtual ~SlotHistory() = default;
+  virtual ~SlotMarker() = default;
 
   // OK if the missing slot may be created on `server`.
   virtual absl::Status CheckCreate(const ServerInfo& server) = 0;
   // The slot exists on `server` at server.slot_confirmed_flush. Non-OK
-  // fails Connect() (the history could not be kept).
+  // fails Connect() (the marker could not be kept).
   virtual absl::Status Record(const ServerInfo& server) = 0;
 };
 
-// Where SlotMarker (relay/slot_marker.h) keeps a slot's marker text:
-// FileMarkerStore (relay/slot_marker.h), KafkaMarkerStore
-// (kafka/state_topic.h). Threading: SlotMarker serializes every call.
-class MarkerStore {
+// Where StoredSlotMarker (relay/stored_slot_marker.h) keeps a slot's marker
+// text: FileSlotMarkerStore (relay/stored_slot_marker.h), KafkaSlotMarkerStore
+// (kafka/state_topic.h). Threading: StoredSlotMarker serializes every call.
+class SlotMarkerStore {
  public:
-  virtual ~MarkerStore() = default;
+  virtual ~SlotMarkerStore() = default;
   // The marker's text; nullopt when there is none. `system_id` selects it
   // when keyed_by_system(), else is ignored. Unavailable: try again later.
   virtual absl::StatusOr<std::optional<std::string>> Load(
@@ -65,4 +65,4 @@ class MarkerStore {
 
 }  // namespace outbox
 
-#endif  // OUTBOX_PG_SLOT_HISTORY_H_
+#endif  // OUTBOX_PG_SLOT_MARKER_H_

@@ -1,4 +1,4 @@
-#include "relay/slot_marker.h"
+#include "relay/stored_slot_marker.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/logging.h"
+#include "kafka/state_topic.h"
 #include "outbox/status_macros.h"
 #include "pg/libpq_replication_stream.h"
 #include "pg/slot_loss.h"
@@ -58,7 +59,7 @@ absl::StatusOr<std::string> DefaultStateDir() {
       "(it keeps the slot marker)");
 }
 
-absl::StatusOr<std::unique_ptr<FileMarkerStore>> FileMarkerStore::Open(
+absl::StatusOr<std::unique_ptr<FileSlotMarkerStore>> FileSlotMarkerStore::Open(
     const std::string& state_dir, const std::string& slot) {
   std::error_code ec;
   const bool created = std::filesystem::create_directories(state_dir, ec);
@@ -73,11 +74,11 @@ absl::StatusOr<std::unique_ptr<FileMarkerStore>> FileMarkerStore::Open(
         "; set postgres.state_dir to a writable directory that outlives the "
         "relay, or postgres.slot_marker: kafka"));
   }
-  return std::unique_ptr<FileMarkerStore>(
-      new FileMarkerStore(state_dir, state_dir + "/" + slot + ".slot"));
+  return std::unique_ptr<FileSlotMarkerStore>(
+      new FileSlotMarkerStore(state_dir, state_dir + "/" + slot + ".slot"));
 }
 
-absl::StatusOr<std::optional<std::string>> FileMarkerStore::Load(
+absl::StatusOr<std::optional<std::string>> FileSlotMarkerStore::Load(
     const std::string&) {
   std::ifstream in(path_);
   if (!in.is_open()) return std::nullopt;
@@ -86,20 +87,20 @@ absl::StatusOr<std::optional<std::string>> FileMarkerStore::Load(
   return text.str();
 }
 
-absl::StatusOr<std::unique_ptr<SlotMarker>> OpenFileSlotMarker(
+absl::StatusOr<std::unique_ptr<StoredSlotMarker>> OpenFileSlotMarker(
     const std::string& state_dir, const std::string& slot,
     Lsn acknowledged_loss) {
-  absl::StatusOr<std::unique_ptr<FileMarkerStore>> store =
-      FileMarkerStore::Open(state_dir, slot);
+  absl::StatusOr<std::unique_ptr<FileSlotMarkerStore>> store =
+      FileSlotMarkerStore::Open(state_dir, slot);
   if (!store.ok()) return store.status();
-  return SlotMarker::Open(std::move(*store), slot, acknowledged_loss);
+  return StoredSlotMarker::Open(std::move(*store), slot, acknowledged_loss);
 }
 
-absl::StatusOr<std::unique_ptr<SlotMarker>> SlotMarker::Open(
-    std::unique_ptr<MarkerStore> store, const std::string& slot,
+absl::StatusOr<std::unique_ptr<StoredSlotMarker>> StoredSlotMarker::Open(
+    std::unique_ptr<SlotMarkerStore> store, const std::string& slot,
     Lsn acknowledged_loss) {
-  std::unique_ptr<SlotMarker> h(
-      new SlotMarker(std::move(store), slot, acknowledged_loss));
+  std::unique_ptr<StoredSlotMarker> h(
+      new StoredSlotMarker(std::move(store), slot, acknowledged_loss));
   if (!h->store_->keyed_by_system()) {
     std::lock_guard<std::mutex> lock(h->mu_);
     if (absl::Status s = h->LoadLocked(""); !s.ok()) return s;
@@ -114,7 +115,7 @@ absl::StatusOr<std::unique_ptr<SlotMarker>> SlotMarker::Open(
   return h;
 }
 
-absl::Status SlotMarker::LoadLocked(const std::string& system_id) {
+absl::Status StoredSlotMarker::LoadLocked(const std::string& system_id) {
   const std::string key = store_->keyed_by_system() ? system_id : "";
   if (loaded_for_ == key) return absl::OkStatus();
   absl::StatusOr<std::optional<std::string>> text = store_->Load(key);
@@ -127,13 +128,13 @@ absl::Status SlotMarker::LoadLocked(const std::string& system_id) {
   return absl::OkStatus();
 }
 
-std::string SlotMarker::where() const {
+std::string StoredSlotMarker::where() const {
   std::lock_guard<std::mutex> lock(mu_);
   return where_.empty() ? store_->where("") : where_;
 }
 
-SlotMarker::Marker SlotMarker::Parse(const std::string& text,
-                                     const std::string& slot) {
+StoredSlotMarker::Marker StoredSlotMarker::Parse(const std::string& text,
+                                                 const std::string& slot) {
   Marker m;
   std::string marker_slot;
   std::string lsn;
@@ -161,7 +162,7 @@ SlotMarker::Marker SlotMarker::Parse(const std::string& text,
   return m;
 }
 
-std::string SlotMarker::Format(const Marker& m) const {
+std::string StoredSlotMarker::Format(const Marker& m) const {
   return absl::StrCat(kHeader, "slot=", slot_, "\nsystem_id=", m.system_id,
                       "\ndatabase=", m.database,
                       "\nconfirmed_lsn=", FormatLsn(m.confirmed), "\n",
@@ -171,12 +172,12 @@ std::string SlotMarker::Format(const Marker& m) const {
                           : "");
 }
 
-absl::Status SlotMarker::WriteLocked(const Marker& m) {
+absl::Status StoredSlotMarker::WriteLocked(const Marker& m) {
   return store_->Save(m.system_id, Format(m));
 }
 
-absl::Status FileMarkerStore::Save(const std::string&,
-                                   const std::string& text) {
+absl::Status FileSlotMarkerStore::Save(const std::string&,
+                                       const std::string& text) {
   const std::string tmp = absl::StrCat(path_, ".tmp.", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -202,7 +203,7 @@ absl::Status FileMarkerStore::Save(const std::string&,
   return absl::OkStatus();
 }
 
-absl::Status SlotMarker::CheckCreate(const ServerInfo& server) {
+absl::Status StoredSlotMarker::CheckCreate(const ServerInfo& server) {
   std::lock_guard<std::mutex> lock(mu_);
   RETURN_IF_ERROR(LoadLocked(server.system_id));
   if (!known_.has_value()) return absl::OkStatus();  // a genuine first run
@@ -252,7 +253,7 @@ absl::Status SlotMarker::CheckCreate(const ServerInfo& server) {
       where, ": ", LostEventsAndFix(slot_, {}, m.confirmed, true, path_), ack));
 }
 
-absl::Status SlotMarker::Record(const ServerInfo& server) {
+absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
   Marker m;
   m.system_id = server.system_id;
   m.database = server.dbname;
@@ -290,7 +291,7 @@ absl::Status SlotMarker::Record(const ServerInfo& server) {
   return absl::OkStatus();
 }
 
-absl::Status SlotMarker::Confirmed(Lsn confirmed) {
+absl::Status StoredSlotMarker::Confirmed(Lsn confirmed) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!known_.has_value() || !known_->unreadable.empty() ||
       known_->confirmed == confirmed) {
@@ -298,6 +299,27 @@ absl::Status SlotMarker::Confirmed(Lsn confirmed) {
   }
   known_->confirmed = confirmed;
   return WriteLocked(*known_);
+}
+
+absl::StatusOr<std::unique_ptr<StoredSlotMarker>> OpenSlotMarker(
+    const Config& config, const KafkaOptions& kafka) {
+  Lsn acknowledged = kInvalidLsn;
+  if (!config.postgres.acknowledge_slot_loss.empty()) {
+    ASSIGN_OR_RETURN(acknowledged,
+                     ParseLsn(config.postgres.acknowledge_slot_loss));
+  }
+  if (config.postgres.slot_marker == SlotMarkerBackend::kKafka) {
+    return StoredSlotMarker::Open(
+        std::make_unique<KafkaSlotMarkerStore>(
+            kafka, config.kafka.state_topic, config.postgres.slot,
+            static_cast<int>(config.kafka.flush_timeout_ms)),
+        config.postgres.slot, acknowledged);
+  }
+  std::string dir = config.postgres.state_dir;
+  if (dir.empty()) {
+    ASSIGN_OR_RETURN(dir, DefaultStateDir());
+  }
+  return OpenFileSlotMarker(dir, config.postgres.slot, acknowledged);
 }
 
 }  // namespace outbox

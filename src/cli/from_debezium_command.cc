@@ -1,4 +1,4 @@
-#include "relay/from_debezium_command.h"
+#include "cli/from_debezium_command.h"
 
 #include <fstream>
 #include <iostream>

@@ -1,4 +1,4 @@
-#include "relay/status_command.h"
+#include "cli/status_command.h"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
-// SlotMarker with the file store, against a temporary state directory: a slot
-// is created only on a genuine first run, and each refusal names the lost
+// StoredSlotMarker with the file store, against a temporary state directory: a
+// slot is created only on a genuine first run, and each refusal names the lost
 // range.
-#include "relay/slot_marker.h"
+#include "relay/stored_slot_marker.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -37,7 +37,7 @@ class SlotMarkerTest : public ::testing::Test {
     std::filesystem::remove_all(root_, ec);
   }
 
-  std::unique_ptr<SlotMarker> Open(Lsn acknowledged = kInvalidLsn) {
+  std::unique_ptr<StoredSlotMarker> Open(Lsn acknowledged = kInvalidLsn) {
     auto h = OpenFileSlotMarker(dir_, "outbox_relay", acknowledged);
     EXPECT_TRUE(h.ok()) << h.status();
     return h.ok() ? std::move(*h) : nullptr;
@@ -227,9 +227,9 @@ TEST_F(SlotMarkerTest, DefaultStateDirFollowsXdgThenHome) {
 namespace outbox {
 namespace {
 
-// A store keyed by system identifier (as KafkaMarkerStore is), in memory,
+// A store keyed by system identifier (as KafkaSlotMarkerStore is), in memory,
 // that can be made unreachable.
-class MemoryStore final : public MarkerStore {
+class MemoryStore final : public SlotMarkerStore {
  public:
   explicit MemoryStore(std::map<std::string, std::string>* records)
       : records_(records) {}
@@ -273,7 +273,7 @@ TEST(SlotMarkerKeyedStoreTest, ANewInstanceRefusesWhatAnotherRecorded) {
   {
     auto store = std::make_unique<MemoryStore>(&topic);
     MemoryStore* s = store.get();
-    auto first = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+    auto first = StoredSlotMarker::Open(std::move(store), "outbox_relay", 0);
     ASSERT_TRUE(first.ok());
     EXPECT_EQ(s->loads, 0);  // read once the server is known
     ASSERT_TRUE((*first)->CheckCreate(At("7001", 0)).ok());
@@ -282,7 +282,7 @@ TEST(SlotMarkerKeyedStoreTest, ANewInstanceRefusesWhatAnotherRecorded) {
   }
   auto store = std::make_unique<MemoryStore>(&topic);
   MemoryStore* s = store.get();
-  auto replaced = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+  auto replaced = StoredSlotMarker::Open(std::move(store), "outbox_relay", 0);
   ASSERT_TRUE(replaced.ok());
   s->down = true;  // Kafka unreachable: retried, not a first run
   EXPECT_TRUE(absl::IsUnavailable((*replaced)->CheckCreate(At("7001", 0))));
@@ -301,7 +301,7 @@ TEST(SlotMarkerKeyedStoreTest, ARecordKafkaRefusedIsSavedAgain) {
   std::map<std::string, std::string> topic;
   auto store = std::make_unique<MemoryStore>(&topic);
   MemoryStore* s = store.get();
-  auto h = SlotMarker::Open(std::move(store), "outbox_relay", 0);
+  auto h = StoredSlotMarker::Open(std::move(store), "outbox_relay", 0);
   ASSERT_TRUE(h.ok());
   ASSERT_TRUE((*h)->CheckCreate(At("7001", 0)).ok());
   s->down = true;

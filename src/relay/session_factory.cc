@@ -1,0 +1,168 @@
+#include "relay/session_factory.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "kafka/checkpoint_reader.h"
+#include "kafka/checkpoint_topic.h"
+#include "outbox/status_macros.h"
+
+namespace outbox {
+namespace {
+
+// The part of the start-up checkpoint that holds on the server the stream
+// is connected to: after a promotion that lost WAL, only what precedes the
+// fork (core/checkpoint.h, TrustedCheckpoint); logged when cut.
+absl::StatusOr<Checkpoint> CheckpointOnServer(LibpqReplicationStream& stream,
+                                              const Checkpoint& checkpoint) {
+  const ServerInfo& server = stream.server();
+  std::vector<TimelineSwitch> history;
+  if (checkpoint.timeline != 0 && checkpoint.timeline < server.timeline) {
+    absl::StatusOr<std::string> text = stream.TimelineHistory();
+    if (!text.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read timeline ", server.timeline,
+                       "'s history: ", text.status().message()));
+    }
+    ASSIGN_OR_RETURN(history, ParseTimelineHistory(*text));
+  }
+  std::string note;
+  ASSIGN_OR_RETURN(Checkpoint trusted,
+                   TrustedCheckpoint(checkpoint, server.system_id,
+                                     server.timeline, history, &note));
+  if (!note.empty()) {
+    Log(Severity::kWarn, note, {{"slot", checkpoint.slot}});
+  }
+  return trusted;
+}
+
+}  // namespace
+
+SessionFactory::SessionFactory(const Config& config, const RelayConfig& derived,
+                               const KafkaOptions& kafka, OutputPlugin* plugin,
+                               StoredSlotMarker* slot_marker,
+                               const Clock* clock)
+    : config_(config),
+      derived_(derived),
+      kafka_(kafka),
+      plugin_(plugin),
+      slot_marker_(slot_marker),
+      clock_(clock) {
+  // Before the first session, the server the marker recorded (a promotion
+  // while the relay was down).
+  if (slot_marker_ != nullptr)
+    previous_server_ = slot_marker_->RecordedServer();
+}
+
+absl::StatusOr<Session> SessionFactory::Open() {
+  stage_ = SessionStage::kConnect;
+  Session session;
+  ReplicationOptions stream_options = derived_.stream;
+  stream_options.plugin = plugin_;
+  stream_options.slot_marker = slot_marker_;
+  ASSIGN_OR_RETURN(session.stream,
+                   LibpqReplicationStream::Connect(stream_options));
+  const ServerInfo& server = session.stream->server();
+  if (server.slot_failover_enabled) {
+    Log(Severity::kInfo, "enabled failover on the replication slot",
+        {{"slot", config_.postgres.slot}});
+  }
+  KafkaOptions session_kafka = kafka_;
+  if (config_.kafka.exactly_once) {
+    session_kafka.transactional_id =
+        !config_.kafka.transactional_id.empty()
+            ? config_.kafka.transactional_id
+            : absl::StrCat("outbox-relay-", server.system_id, "-",
+                           config_.postgres.slot);
+  }
+  stage_ = SessionStage::kCreateProducer;
+  ASSIGN_OR_RETURN(session.sink, CreateProducer(session_kafka));
+  LogServerChanges(server);
+  if (config_.kafka.exactly_once) {
+    stage_ = SessionStage::kReadCheckpoint;
+    RETURN_IF_ERROR(StartTransactions(session, session_kafka));
+  }
+  return session;
+}
+
+absl::StatusOr<std::unique_ptr<RdKafkaSink>> SessionFactory::CreateProducer(
+    const KafkaOptions& session_kafka) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RdKafkaSink> sink,
+                   RdKafkaSink::Create(session_kafka));
+  if (!producer_logged_) {
+    producer_logged_ = true;
+    const auto& props = sink->effective_properties();  // masked
+    LogEntries(Severity::kInfo, "kafka producer", {props.begin(), props.end()});
+  }
+  return sink;
+}
+
+void SessionFactory::LogServerChanges(const ServerInfo& server) {
+  ServerIdentity identity{server.system_id, server.timeline, server.endpoint};
+  if (first_session_ && previous_server_.has_value() &&
+      previous_server_->system_id != identity.system_id) {
+    previous_server_.reset();  // StoredSlotMarker::Record() warned already
+  }
+  for (const std::string& change : ServerChanges(previous_server_, identity)) {
+    Log(Severity::kWarn, change, {{"slot", config_.postgres.slot}});
+  }
+  previous_server_ = identity;
+  first_session_ = false;
+}
+
+void SessionFactory::CheckCheckpointTopic(const CheckpointTopicState* topic,
+                                          const absl::Status& status) {
+  checkpoint_topic_checked_ = true;
+  checkpoint_topic_exists_ = status.ok();
+  if (!status.ok()) {
+    // Maybe only creating or describing is denied: producing may work.
+    Log(Severity::kWarn, std::string(status.message()));
+  } else if (topic->created) {
+    Log(Severity::kInfo, "created the checkpoint topic",
+        {{"topic", config_.kafka.checkpoint_topic},
+         {"cleanup.policy", topic->cleanup_policy}});
+  } else if (!topic->compacted()) {
+    Log(Severity::kWarn,
+        "the checkpoint topic is not compacted: retention may delete "
+        "the last checkpoint, and a restart after that publishes again "
+        "what the slot still holds; set cleanup.policy=compact on it",
+        {{"topic", config_.kafka.checkpoint_topic},
+         {"cleanup.policy", topic->cleanup_policy}});
+  }
+}
+
+// After init_transactions (which aborts what a previous producer left
+// open, so the read below is not held back by it), the last committed
+// checkpoint decides what is already published.
+absl::Status SessionFactory::StartTransactions(
+    Session& session, const KafkaOptions& session_kafka) {
+  const ServerInfo& server = session.stream->server();
+  if (!checkpoint_topic_checked_) {
+    absl::StatusOr<CheckpointTopicState> topic =
+        EnsureCheckpointTopic(session_kafka, config_.kafka.checkpoint_topic,
+                              config_.kafka.flush_timeout_ms);
+    if (absl::IsUnavailable(topic.status())) return topic.status();
+    CheckCheckpointTopic(topic.ok() ? &*topic : nullptr, topic.status());
+  }
+  absl::StatusOr<Checkpoint> checkpoint =
+      ReadCheckpoint(session_kafka, config_.kafka.checkpoint_topic,
+                     server.system_id, config_.postgres.slot,
+                     config_.kafka.flush_timeout_ms, checkpoint_topic_exists_);
+  if (checkpoint.ok()) {
+    checkpoint = CheckpointOnServer(*session.stream, *checkpoint);
+  }
+  if (!checkpoint.ok()) return checkpoint.status();
+  TransactionOptions txn = derived_.transactions;
+  txn.clock = clock_;  // the Relay's
+  Log(Severity::kInfo, "exactly once",
+      {{"transactional_id", session_kafka.transactional_id},
+       {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
+       {"checkpoint_topic", config_.kafka.checkpoint_topic}});
+  session.policy = std::make_unique<TransactionalCommitPolicy>(
+      txn, session.sink.get(), *checkpoint, &refused_);
+  return absl::OkStatus();
+}
+
+}  // namespace outbox

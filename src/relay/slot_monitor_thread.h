@@ -1,0 +1,82 @@
+// SlotMonitorThread: queries outbox-relay's replication slot every
+// kSlotMonitorInterval on its own thread, over a normal connection (never
+// the replication one: a slow query must not stall the relay loop), sets
+// the slot gauges (with metrics) and moves the slot marker's confirmed
+// position (with a slot marker). It queries at once when a session starts
+// or ends, so the gauges show a new session holding the slot without
+// waiting a whole interval.
+//
+// Errors are counted and logged once per distinct message; the next round
+// reconnects. With postgres.failover_slot, while the slot is active (the
+// session has set its failover flag), it also checks failover readiness
+// every kFailoverCheckInterval (kFailoverRecheckInterval while it finds
+// problems): each problem is logged once when it appears, and the gauge
+// follows every check.
+//
+// Threading: its own thread, started by the constructor; destruction stops
+// it and waits for a query or connect in progress (at most
+// postgres.connect_timeout_s). Time is read from the Clock given.
+#ifndef OUTBOX_RELAY_SLOT_MONITOR_THREAD_H_
+#define OUTBOX_RELAY_SLOT_MONITOR_THREAD_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "config/config.h"
+#include "outbox/clock.h"
+#include "pg/slot_monitor.h"
+#include "relay/relay_metrics.h"
+#include "relay/stored_slot_marker.h"
+
+namespace outbox {
+
+inline constexpr std::chrono::seconds kSlotMonitorInterval{10};
+
+class SlotMonitorThread {
+ public:
+  // `metrics` and `slot_marker` may each be null; both, and `clock`, must
+  // outlive this.
+  SlotMonitorThread(const Config& config, RelayMetrics* metrics,
+                    StoredSlotMarker* slot_marker,
+                    const Clock* clock = RealClock());
+  ~SlotMonitorThread();
+
+ private:
+  void Loop();
+  void QueryOnce();
+  void CheckFailover();
+  void Failed(const absl::Status& s,
+              absl::string_view what = "cannot query the replication slot");
+
+  const std::string conninfo_;
+  const std::string standby_conninfo_;
+  const std::string slot_;
+  const bool failover_slot_;
+  const int connect_timeout_s_;
+  RelayMetrics* const metrics_;
+  StoredSlotMarker* const slot_marker_;
+  const Clock* const clock_;
+  std::unique_ptr<SlotMonitor> monitor_;  // monitor thread only
+  std::string last_error_;                // monitor thread only
+  // Monitor thread only: when to check failover readiness next (Clock
+  // microseconds), and the problems the last check logged.
+  int64_t next_failover_check_us_ = 0;
+  std::vector<std::string> failover_problems_;
+  bool failover_unsupported_noted_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts after everything above
+};
+
+}  // namespace outbox
+
+#endif  // OUTBOX_RELAY_SLOT_MONITOR_THREAD_H_
