@@ -79,7 +79,7 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
   last_progress_us_ = last_status_us_;
   while (!stop.load(std::memory_order_relaxed)) {
     BeginTurn();
-    if (absl::Status s = ServeReports(); !s.ok()) return Shutdown(s);
+    if (absl::Status s = ActOnReports(); !s.ok()) return Shutdown(s);
     ReadPass pass;
     if (absl::Status s = ReadBatch(&pass); !s.ok()) return Shutdown(s);
     if (absl::Status s = MaybeSendStatus(false); !s.ok()) return Shutdown(s);
@@ -95,7 +95,7 @@ void Relay::BeginTurn() {
   in_flight_.UpdateWindow(turn_now_us_);
 }
 
-absl::Status Relay::ServeReports() {
+absl::Status Relay::ActOnReports() {
   if (!delivery_error_.ok()) return delivery_error_;
   RETURN_IF_ERROR(sink_->health());
   return DeadLetterQueued();

@@ -193,9 +193,11 @@ class Relay {
     bool held = false;  // stopped at the in-flight limits
   };
 
-  // The loop (relay.cc), one call per step of a turn.
+  // The loop (relay.cc), one call per step of a turn. BeginTurn() serves
+  // the sink and applies its reports; ActOnReports() ends the session on a
+  // failed one or a broken producer, and dead-letters what was refused.
   void BeginTurn();
-  absl::Status ServeReports();
+  absl::Status ActOnReports();
   absl::Status ReadBatch(ReadPass* pass);
   absl::Status MaybeSendStatus(bool force);
   void EndTurn();
