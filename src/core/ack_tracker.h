@@ -32,15 +32,16 @@
 // after Reset), so a late report from before a Reset is rejected, as is an
 // unknown or duplicate one: errors never change the state.
 //
-// Threading: not thread-safe; one thread (the relay's poll loop) calls
-// everything. Cost: O(1) amortized per call. Memory is proportional to
-// span(), the records from the oldest unreported one on: one ticket slot
-// each, and while not frozen at most 2 * span() + 2 entries (each entry
-// after the oldest unsettled one holds a ticket of the span or is a run of
-// empty entries coalesced behind one that does). It does not depend on how
-// many records were delivered behind a report that never comes, so an owner
-// that stops feeding at a span limit bounds it. The ring buffers keep their
-// high-water capacity, so the steady state does not allocate.
+// Threading: not thread-safe; one thread (the relay's poll loop, through
+// InFlight, pipeline/in_flight.h) calls everything. Cost: O(1) amortized per
+// call. Memory is proportional to span(), the records from the oldest
+// unreported one on: one ticket slot each, and while not frozen at most 2 *
+// span() + 2 entries (each entry after the oldest unsettled one holds a ticket
+// of the span or is a run of empty entries coalesced behind one that does). It
+// does not depend on how many records were delivered behind a report that never
+// comes, so an owner that stops feeding at a span limit bounds it. The ring
+// buffers keep their high-water capacity, so the steady state does not
+// allocate.
 #ifndef OUTBOX_CORE_ACK_TRACKER_H_
 #define OUTBOX_CORE_ACK_TRACKER_H_
 

@@ -9,7 +9,8 @@
 //
 // Size: at most one entry per unconfirmed transaction with events, so
 // never more than the tracked events (RelayFootprint::commit_time_index).
-// One thread (the relay loop); not thread-safe.
+// Owned by InFlight (pipeline/in_flight.h), which prunes it whenever the
+// watermark moves. One thread (the relay loop); not thread-safe.
 #ifndef OUTBOX_CORE_COMMIT_TIMES_H_
 #define OUTBOX_CORE_COMMIT_TIMES_H_
 

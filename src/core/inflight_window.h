@@ -27,7 +27,7 @@
 //
 // Latency: one sampled record at a time, from its produce to its report.
 // Rate: delivered bytes over intervals of at least kRateIntervalUs and two
-// round trips. Both
+// round trips. Owned by InFlight (pipeline/in_flight.h). Both
 // forget old values (rate: the max of the last kRateIntervals intervals;
 // latency: the min of the last two kLatencyPeriodUs periods), so a slower
 // broker or a faster one is followed. One thread; not thread-safe.

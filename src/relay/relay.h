@@ -2,13 +2,28 @@
 //
 //   stream --Read--> Decoder --Change--> Router --Record--> EventSink
 //      ^                                                       |
-//      +---- SendStatus(flush = AckTracker::confirmed()) <-----+ reports
+//      |                                         DeliveryQueue | reports
+//      +-- SendStatus(flush = InFlight::confirmed()) <- apply -+
 //
-// One thread runs everything: Run() polls the stream socket and the sink's
-// wake fd together, so no state is shared and nothing is locked.
+// The loop (Run(), relay.cc) reads like pg_recvlogical's StreamLog: each
+// turn serves the delivery reports, reads a batch of the stream, sends a
+// status update when one is due, and waits for the stream or the sink.
+// The parts it owns (src/pipeline/): InFlight (the watermark, the commit
+// times, the byte window, the in-flight counters), DeliveryQueue (the
+// sink's reports, applied at one point of the turn), PoisonHandler
+// (on_invalid: halt or dead letters), SessionEnd() (which error ends the
+// session) and a PipelineObserver (metrics; a no-op one by default).
+//
+// Threading: one thread runs everything: Run() polls the stream socket and
+// the sink's wake fd together, so no state is shared and nothing is
+// locked. The sink's delivery handler only queues (DeliveryQueue): nothing
+// re-enters the Relay from inside the sink (Poll during a produce, a Kafka
+// commit the policy makes); the reports are applied after each Poll,
+// Flush and Purge the loop makes, and at the top of each turn.
 //
 // Invariant: the flush LSN sent to PostgreSQL never reaches past an event
-// whose Kafka delivery report has not come back successful (AckTracker).
+// whose Kafka delivery report has not come back successful (InFlight's
+// AckTracker). Applying a report later only confirms later.
 // Backpressure: when in-flight events or bytes reach their limits, or the
 // tracked events do (from the oldest unacknowledged one on: a report that
 // never comes, say from a partition without a leader, while later events
@@ -17,14 +32,9 @@
 // backlog, outage or stuck event. The session's memory is proportional to
 // the tracked events (footprint()).
 //
-// Metrics: with a RelayMetrics (optional; nullptr in most unit tests) the
-// loop also updates the Prometheus metrics and the health heartbeat on its
-// own thread: per delivery a hash lookup, a binary search over the
-// unconfirmed transactions and a few plain adds; per loop turn a clock read,
-// a few gauge stores and the flush of the buffered counters.
-//
-// Implemented in relay.cc (the loop, deliveries, dead letters, status
-// updates, shutdown) and relay_changes.cc (each decoded change).
+// Implemented in relay.cc (the loop and status updates), relay_changes.cc
+// (each decoded change), relay_delivery.cc (producing, applying reports)
+// and relay_shutdown.cc (the session's end).
 //
 // Run() returns:
 //   OK                  stop was requested (also while the producer's queue
@@ -50,22 +60,21 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 
 #include "absl/status/status.h"
-#include "core/ack_tracker.h"
 #include "core/commit_policy.h"
-#include "core/commit_times.h"
-#include "core/inflight_window.h"
 #include "outbox/change.h"
 #include "outbox/clock.h"
 #include "outbox/decoder.h"
 #include "outbox/event_sink.h"
 #include "outbox/record.h"
 #include "outbox/replication_stream.h"
-#include "route/dead_letter.h"
+#include "pipeline/delivery_queue.h"
+#include "pipeline/in_flight.h"
+#include "pipeline/observer.h"
+#include "pipeline/poison.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -124,8 +133,8 @@ struct RelayOptions {
   std::function<void()> on_draining;
 };
 
-// Counters a session accumulates; read after Run() or from the same thread.
-struct RelayStats {
+// What a session did: counters the loop adds to (Relay's own).
+struct RelayCounters {
   int64_t events_produced = 0;
   int64_t events_delivered = 0;
   int64_t bytes_delivered = 0;
@@ -136,7 +145,15 @@ struct RelayStats {
   int64_t delivery_errors = 0;
   int64_t transactions = 0;
   int64_t status_updates = 0;
+};
+
+// What a session did and where it stands: a snapshot Relay::stats()
+// builds (the counters, positions, in-flight figures); read after Run() or
+// from the same thread.
+struct RelayStats : RelayCounters {
   Lsn received = kInvalidLsn;
+  // The flush position last sent; once Run() returned, what the policy
+  // holds durable (never below the start).
   Lsn confirmed = kInvalidLsn;
   int64_t inflight_events = 0;
   int64_t inflight_bytes = 0;
@@ -147,118 +164,132 @@ struct RelayStats {
   std::string blocked_topic;
 };
 
-// What a session's memory is proportional to (Relay::footprint()). Reading
-// pauses once tracked_events reaches RelayOptions::max_tracked_events, which
-// bounds the other two: tracker_entries <= 2 * tracked_events + 2, and
-// commit_time_index <= max(tracked_events, 1) when the loop reads.
-struct RelayFootprint {
-  int64_t tracked_events = 0;    // AckTracker::span()
-  size_t tracker_entries = 0;    // AckTracker::open_entries()
-  size_t commit_time_index = 0;  // unconfirmed transactions with events
-};
-
-class RelayMetrics;
-
 class Relay {
  public:
   // None of the pointers is owned; all must outlive Run(). `start` is the
-  // slot's confirmed position (the watermark starts there). `metrics` may be
-  // null. `policy` decides what may be confirmed and which replayed events
-  // are dropped (core/commit_policy.h); null is at-least-once
-  // (AckCommitPolicy).
+  // slot's confirmed position (the watermark starts there). `observer` may
+  // be null (nothing watches; RelayMetrics in the daemon). `policy`
+  // decides what may be confirmed and which replayed events are dropped
+  // (core/commit_policy.h); null is at-least-once (AckCommitPolicy).
   Relay(const RelayOptions& options, ReplicationStream* stream,
         Decoder* decoder, Router* router, EventSink* sink, Clock* clock,
-        Lsn start, RelayMetrics* metrics = nullptr,
+        Lsn start, PipelineObserver* observer = nullptr,
         CommitPolicy* policy = nullptr);
 
   // Streams until `stop` becomes true or an error; see the header comment.
   absl::Status Run(const std::atomic<bool>& stop);
 
-  const RelayStats& stats() const { return stats_; }
+  // Same thread as Run() (or after it): the session's figures now.
+  RelayStats stats() const;
   // Same thread as Run() (or after it): the session's bookkeeping now.
-  RelayFootprint footprint() const {
-    return {tracker_.span(), tracker_.open_entries(), commit_times_.size()};
-  }
+  RelayFootprint footprint() const { return in_flight_.footprint(); }
 
  private:
-  // A record Kafka refused for good, to be dead-lettered under its ticket
-  // (copied out of the report: its views die with the handler).
-  struct FailedRecord {
-    uint64_t ticket;
-    std::string event_id, topic, key, value, error;
+  // One pass over the stream (ReadBatch()), for the wait after it.
+  struct ReadPass {
+    int messages = 0;
+    size_t bytes = 0;
+    bool more = false;  // stopped at kReadBatch: read again at once
+    bool held = false;  // stopped at the in-flight limits
   };
 
+  // The loop (relay.cc), one call per step of a turn. BeginTurn() serves
+  // the sink and applies its reports; ActOnReports() ends the session on a
+  // failed one or a broken producer, and dead-letters what was refused.
+  void BeginTurn();
+  absl::Status ActOnReports();
+  absl::Status ReadBatch(ReadPass* pass);
+  absl::Status MaybeSendStatus(bool force);
+  void EndTurn();
+  void WaitAfter(const ReadPass& pass);
+  int64_t WaitTimeoutUs() const;
+  void WaitForWork(int64_t timeout_us, bool want_stream);
+
+  // Each decoded change (relay_changes.cc).
   absl::Status HandleMessage(const StreamMessage& msg);
+  absl::Status HandleKeepalive(const StreamMessage& msg);
+  absl::Status HandleBegin(const StreamMessage& msg);
+  absl::Status HandleCommit(const StreamMessage& msg);
   // An outbox event: a row insert, or (from_message) a logical message
   // under the outbox prefix.
   absl::Status HandleEvent(const StreamMessage& msg, bool from_message);
   absl::Status HandleLogicalMessage(const StreamMessage& msg);
   absl::Status HandleUpdate(const StreamMessage& msg);
-  absl::Status ProduceTracked(const Record& record, uint64_t ticket);
-  absl::Status DeadLetterFailedDeliveries();
-  // Produces f's dead letter under f.ticket; an error ends the session.
-  absl::Status DeadLetterUndeliverable(const FailedRecord& f);
-  // `what` names the kind of event: "outbox row" or "outbox message".
-  absl::Status Poison(const absl::Status& why, uint64_t ticket,
-                      absl::string_view event_id, Lsn lsn,
-                      absl::string_view raw,
-                      absl::string_view what = "outbox row");
-  void OnDelivery(const DeliveryReport& report);
-  absl::Status MaybeSendStatus(bool force);
-  void MaybeLogProgress();
-  absl::Status Shutdown(absl::Status result);
-  bool ReportFailed() const;  // a delivery report came back failed
-  bool Backpressured() const;
-  void WaitForWork(int64_t timeout_us, bool want_stream);
-  double LagSeconds();  // age of the oldest unconfirmed event; prunes
-  // Metrics only: per-turn gauges and heartbeat; commit time -> latency.
-  void UpdateMetrics();
-  double LatencySeconds(uint64_t ticket) const;
 
-  RelayOptions options_;
-  ReplicationStream* stream_;
-  Decoder* decoder_;
-  Router* router_;
-  EventSink* sink_;
-  Clock* clock_;
-  AckTracker tracker_;
+  // Producing and the delivery reports (relay_delivery.cc).
+  absl::Status ProduceTracked(const Record& record, uint64_t ticket);
+  absl::Status WaitForQueueSpace();
+  // Serve the sink (Poll, Flush, Purge) and apply what it reported.
+  void Serve(int timeout_ms);
+  absl::Status FlushAndApply(int timeout_ms);
+  void ApplyReports();
+  void ApplyReport(const DeliveryOutcome& o, FailedRecord* failed);
+  bool ReportFailed() const;  // a delivery report came back failed
+  absl::Status DeadLetterQueued();
+
+  // The session's end (relay_shutdown.cc).
+  absl::Status Shutdown(absl::Status loop);
+  void AwaitRefusalReport();
+  void FinalFlush(const absl::Status& result);
+  // Returns what the policy's Finish() said; `result` may become it.
+  absl::Status FinishPolicy(absl::Status* result);
+
+  // Observer and progress only.
+  void MaybeLogProgress();
+  void Observe();
+  double LagSeconds() const;  // age of the oldest unconfirmed event
+
+  // What the session works with (not owned, but for the options).
+  const RelayOptions options_;
+  ReplicationStream* const stream_;
+  Decoder* const decoder_;
+  Router* const router_;
+  EventSink* const sink_;
+  Clock* const clock_;
+  PipelineObserver* const observer_;  // a no-op one unless given
   AckCommitPolicy ack_policy_;
-  CommitPolicy* policy_;     // &ack_policy_ unless given
-  int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
-  Change change_;
-  Record record_;
-  DeadLetter dead_letter_;
-  RelayStats stats_;
-  absl::Status delivery_error_;  // first fatal error seen in a report
-  // Permanently failed deliveries waiting to be dead-lettered.
-  std::deque<FailedRecord> failed_;
-  bool in_transaction_ = false;
-  Lsn last_sent_flush_ = kInvalidLsn;
-  // The session's start position (the slot's confirmed_flush_lsn): no
-  // flush sent is ever below it, whatever the policy answers (an
-  // exactly-once checkpoint may lie behind the slot).
-  Lsn start_ = kInvalidLsn;
-  int64_t last_status_us_ = 0;
-  bool reply_requested_ = false;
-  int64_t last_progress_us_ = 0;
-  int64_t last_progress_events_ = 0;
-  std::atomic<bool> stopping_{false};
+  CommitPolicy* const policy_;               // &ack_policy_ unless given
   const std::atomic<bool>* stop_ = nullptr;  // Run()'s, for nested waits
 
-  RelayMetrics* metrics_;
-  // Metrics and progress only: the commit time of each unconfirmed
-  // transaction with events. Pruned before every read and at every status
-  // update.
-  CommitTimes commit_times_;
-  InflightWindow window_;
-  int64_t txn_commit_time_us_ = 0;  // of the open transaction
-  // Wall clock read before serving reports: their delivery time.
-  int64_t report_unix_us_ = 0;
-  bool txn_has_events_ = false;
-  int64_t unsent_ = 0;  // records produced since the last idle flush
+  // What is in flight, the reports on their way back, the poison.
+  InFlight in_flight_;
+  DeliveryQueue reports_;
+  PoisonHandler poison_;
+
+  // The stream: the message and change being handled, the transaction.
+  StreamMessage msg_;
+  Change change_;
+  Record record_;
+  bool in_transaction_ = false;
+  Lsn received_ = kInvalidLsn;
+  int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
+  int64_t unsent_ = 0;       // records produced since the last idle flush
+
+  // Status updates. The session's start position (the slot's
+  // confirmed_flush_lsn): no flush sent is ever below it, whatever the
+  // policy answers (an exactly-once checkpoint may lie behind the slot).
+  Lsn start_ = kInvalidLsn;
+  Lsn last_sent_flush_ = kInvalidLsn;
+  Lsn confirmed_ = kInvalidLsn;  // RelayStats::confirmed
+  int64_t confirmed_commit_time_us_ = 0;
+  int64_t last_status_us_ = 0;
+  bool reply_requested_ = false;
+
+  // How the session ends. delivery_error_: the first fatal error seen in a
+  // report. stopped_in_queue_wait_: a stop was requested while waiting for
+  // room in the producer's queue (an ordinary stop, not an error).
+  absl::Status delivery_error_;
+  bool stopped_in_queue_wait_ = false;
+  std::string blocked_topic_;
+
+  // Counters, the observer's and the progress lines' state.
+  RelayCounters counters_;
+  int64_t report_unix_us_ = 0;  // wall clock before serving reports
+  int64_t last_progress_us_ = 0;
+  int64_t last_progress_events_ = 0;
   bool nontransactional_logged_ = false;  // said once per session
-  // XLogData messages read, and the count the metrics last saw, so the
-  // metrics learn once per loop turn that the stream delivered.
+  // XLogData messages read, and the count the observer last saw, so it
+  // learns once per loop turn that the stream delivered.
   int64_t xlog_messages_ = 0;
   int64_t xlog_messages_seen_ = 0;
 };

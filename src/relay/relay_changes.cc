@@ -1,7 +1,8 @@
-// Relay's handling of each decoded change (relay.h): transaction
-// boundaries, inserts of outbox rows, logical messages (the tableless
-// outbox and the heartbeat) and updates. The loop, deliveries, status
-// updates and shutdown are in relay.cc.
+// Relay's handling of each decoded change (relay.h): keepalives,
+// transaction boundaries, inserts of outbox rows, logical messages (the
+// tableless outbox and the heartbeat) and updates. The loop and status
+// updates are in relay.cc, producing and the delivery reports in
+// relay_delivery.cc, the session's end in relay_shutdown.cc.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -9,21 +10,13 @@
 #include "outbox/status_macros.h"
 #include "relay/heartbeat.h"
 #include "relay/relay.h"
-#include "relay/relay_metrics.h"
 #include "route/message_router.h"
 
 namespace outbox {
 
 absl::Status Relay::HandleMessage(const StreamMessage& msg) {
-  if (msg.type == StreamMessage::Type::kKeepalive) {
-    stats_.received = std::max(stats_.received, msg.wal_end);
-    // Between transactions everything committed before walEnd has been
-    // sent to us, so walEnd may be confirmed once all before it is.
-    if (!in_transaction_) tracker_.Advance(msg.wal_end);
-    if (msg.reply_requested) reply_requested_ = true;
-    return absl::OkStatus();
-  }
-  stats_.received = std::max(stats_.received, msg.data_start);
+  if (msg.type == StreamMessage::Type::kKeepalive) return HandleKeepalive(msg);
+  received_ = std::max(received_, msg.data_start);
   ++xlog_messages_;
   if (absl::Status s = decoder_->Decode(msg.payload, &change_); !s.ok()) {
     return absl::DataLossError(
@@ -36,28 +29,9 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
   if (change_.lsn == kInvalidLsn) change_.lsn = msg.data_start;
   switch (change_.kind) {
     case Change::Kind::kBegin:
-      if (in_transaction_) {
-        return absl::DataLossError(absl::StrCat(
-            "replication stream has a second Begin without Commit at LSN ",
-            FormatLsn(msg.data_start)));
-      }
-      in_transaction_ = true;
-      txn_commit_time_us_ = change_.commit_time_us;
-      txn_has_events_ = false;
-      policy_->OnBegin(change_.lsn);
-      return tracker_.Begin(change_.commit_time_us);
+      return HandleBegin(msg);
     case Change::Kind::kCommit:
-      if (!in_transaction_) {
-        return absl::DataLossError(absl::StrCat(
-            "replication stream has a Commit without Begin at LSN ",
-            FormatLsn(msg.data_start)));
-      }
-      in_transaction_ = false;
-      ++stats_.transactions;
-      stats_.received = std::max(stats_.received, change_.end_lsn);
-      if (txn_has_events_) commit_times_.OnCommit(change_.end_lsn);
-      RETURN_IF_ERROR(tracker_.Commit(change_.end_lsn));
-      return policy_->OnCommit(change_.end_lsn, turn_now_us_);
+      return HandleCommit(msg);
     case Change::Kind::kInsert:
       if (!in_transaction_) {
         return absl::DataLossError(absl::StrCat(
@@ -76,6 +50,39 @@ absl::Status Relay::HandleMessage(const StreamMessage& msg) {
   }
 }
 
+absl::Status Relay::HandleKeepalive(const StreamMessage& msg) {
+  received_ = std::max(received_, msg.wal_end);
+  // Between transactions everything committed before walEnd has been
+  // sent to us, so walEnd may be confirmed once all before it is.
+  if (!in_transaction_) in_flight_.Advance(msg.wal_end);
+  if (msg.reply_requested) reply_requested_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Relay::HandleBegin(const StreamMessage& msg) {
+  if (in_transaction_) {
+    return absl::DataLossError(absl::StrCat(
+        "replication stream has a second Begin without Commit at LSN ",
+        FormatLsn(msg.data_start)));
+  }
+  in_transaction_ = true;
+  policy_->OnBegin(change_.lsn);
+  return in_flight_.Begin(change_.commit_time_us);
+}
+
+absl::Status Relay::HandleCommit(const StreamMessage& msg) {
+  if (!in_transaction_) {
+    return absl::DataLossError(
+        absl::StrCat("replication stream has a Commit without Begin at LSN ",
+                     FormatLsn(msg.data_start)));
+  }
+  in_transaction_ = false;
+  ++counters_.transactions;
+  received_ = std::max(received_, change_.end_lsn);
+  RETURN_IF_ERROR(in_flight_.Commit(change_.end_lsn));
+  return policy_->OnCommit(change_.end_lsn, turn_now_us_);
+}
+
 absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
   if (options_.heartbeat_nonce != 0 && change_.prefix == kHeartbeatPrefix) {
     // Any session may emit this prefix: only our own content counts, and
@@ -83,13 +90,10 @@ absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
     HeartbeatContent beat;
     if (ParseHeartbeatContent(change_.content, &beat) &&
         beat.nonce == options_.heartbeat_nonce) {
-      ++stats_.heartbeats_seen;
-      if (metrics_ != nullptr) {
-        metrics_->OnHeartbeatReturned(
-            std::max<int64_t>(0, clock_->UnixMicros() - beat.sent_unix_us) /
-                1e6,
-            clock_->NowMicros());
-      }
+      ++counters_.heartbeats_seen;
+      observer_->OnHeartbeatReturned(
+          std::max<int64_t>(0, clock_->UnixMicros() - beat.sent_unix_us) / 1e6,
+          clock_->NowMicros());
     }
     return absl::OkStatus();
   }
@@ -102,8 +106,8 @@ absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
   if (!change_.transactional) {
     // Decoded as soon as written, whether its transaction commits or not,
     // and outside the commit order: never an event.
-    ++stats_.messages_ignored;
-    if (metrics_ != nullptr) metrics_->OnMessageIgnored();
+    ++counters_.messages_ignored;
+    observer_->OnMessageIgnored();
     if (!nontransactional_logged_) {
       nontransactional_logged_ = true;
       Log(Severity::kWarn,
@@ -127,15 +131,11 @@ absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
 absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
   // Dropped events (published before, per the policy) are never tracked.
   ASSIGN_OR_RETURN(CommitPolicy::Admission admission,
-                   policy_->Admit(tracker_.next_ticket(), turn_now_us_));
+                   policy_->Admit(in_flight_.next_ticket(), turn_now_us_));
   if (admission.kind == CommitPolicy::Admission::kDrop) {
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(uint64_t ticket, tracker_.Track());
-  if (!txn_has_events_) {
-    txn_has_events_ = true;
-    commit_times_.OnFirstEvent(ticket, txn_commit_time_us_);
-  }
+  ASSIGN_OR_RETURN(uint64_t ticket, in_flight_.Track());
   // A poison message is dead-lettered as its content (what the application
   // wrote), a row as the plugin's record of it.
   const absl::string_view raw = from_message ? change_.content : msg.payload;
@@ -143,21 +143,27 @@ absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
   absl::Status s = from_message
                        ? options_.message_router->Route(change_, &record_)
                        : router_->Route(change_, &record_);
+  auto produce = [this](const Record& r, uint64_t t) {
+    return ProduceTracked(r, t);
+  };
   if (!s.ok()) {
-    return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
+    return poison_.Invalid(s, ticket, record_.event_id, change_.lsn, raw, what,
+                           produce);
   }
   if (admission.kind == CommitPolicy::Admission::kDeadLetter) {
     // Kafka refused it in an earlier attempt of this Kafka transaction:
     // what the at-least-once relay does after the refusal, done up front.
-    return DeadLetterUndeliverable(
+    return poison_.DeadLetterUndeliverable(
         FailedRecord{ticket, std::string(record_.event_id), record_.topic,
                      std::string(record_.key), std::string(record_.value),
-                     std::string(admission.refusal)});
+                     std::string(admission.refusal)},
+        produce);
   }
   s = ProduceTracked(record_, ticket);
   if (absl::IsInvalidArgument(s)) {
     // The sink refused this record itself (too large, bad topic...).
-    return Poison(s, ticket, record_.event_id, change_.lsn, raw, what);
+    return poison_.Invalid(s, ticket, record_.event_id, change_.lsn, raw, what,
+                           produce);
   }
   return s;
 }
@@ -176,8 +182,8 @@ absl::Status Relay::HandleUpdate(const StreamMessage& msg) {
         "; halting (outbox.on_update = halt), nothing at or past it is "
         "confirmed"));
   }
-  ++stats_.updates_ignored;
-  if (metrics_ != nullptr) metrics_->OnUpdateIgnored();
+  ++counters_.updates_ignored;
+  observer_->OnUpdateIgnored();
   Log(options_.on_update == OnUpdate::kError ? Severity::kError
                                              : Severity::kWarn,
       "UPDATE of an outbox row ignored: only inserts are published",

@@ -1,6 +1,7 @@
 // RelayMetrics: outbox-relay's Prometheus metrics and health state.
 //
-// The relay thread updates them (Relay calls the On*/Set* methods); the HTTP
+// The relay thread updates them (the Relay's PipelineObserver,
+// pipeline/observer.h: it calls the On*/Set* methods); the HTTP
 // server's threads read the registry and the health state. prometheus-cpp
 // metrics are thread safe; the health fields are atomics or guarded.
 //
@@ -94,6 +95,7 @@
 #include "outbox/clock.h"
 #include "outbox/lsn.h"
 #include "pg/slot_monitor.h"
+#include "pipeline/observer.h"
 
 namespace prometheus {
 class Counter;
@@ -106,7 +108,7 @@ class Registry;
 
 namespace outbox {
 
-class RelayMetrics {
+class RelayMetrics : public PipelineObserver {
  public:
   // `clock` (wall time for the heartbeat timestamp) must outlive this.
   explicit RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
@@ -120,17 +122,17 @@ class RelayMetrics {
   }
 
   // Relay thread; buffered until Flush().
-  void OnDelivered(absl::string_view topic, int64_t value_bytes);
+  void OnDelivered(absl::string_view topic, int64_t value_bytes) override;
   // `seconds` < 0: unknown commit time, not observed.
-  void ObserveLatency(double seconds);
+  void ObserveLatency(double seconds) override;
   // Relay thread; immediate.
-  void OnDeliveryError();
-  void OnDeadLettered();
+  void OnDeliveryError() override;
+  void OnDeadLettered() override;
   // Relay thread: publishes what OnDelivered/ObserveLatency buffered.
-  void Flush();
+  void Flush() override;
   void SetPosition(Lsn received, Lsn confirmed, int64_t inflight_events,
-                   int64_t inflight_bytes, double lag_seconds);
-  void SetTrackedEvents(int64_t events);
+                   int64_t inflight_bytes, double lag_seconds) override;
+  void SetTrackedEvents(int64_t events) override;
   // Supervisor thread.
   void OnReconnect();
   // Supervisor thread (the relay's too): a session ended on a missing
@@ -147,22 +149,22 @@ class RelayMetrics {
 
   // The tableless outbox: a non-transactional message ignored. Relay
   // thread.
-  void OnMessageIgnored();
+  void OnMessageIgnored() override;
   // outbox.on_update warn|error: an UPDATE of an outbox row, logged and not
   // published. Relay thread.
-  void OnUpdateIgnored();
+  void OnUpdateIgnored() override;
   // Heartbeats (relay/heartbeat.h); times are monotonic microseconds.
   // Emitter thread:
   void OnHeartbeatEmitted(int64_t now_us);
   void OnHeartbeatError();
   // Relay thread: one of ours came back after `round_trip_s`; and, once
   // per loop turn that read any, the stream delivered XLogData.
-  void OnHeartbeatReturned(double round_trip_s, int64_t now_us);
-  void OnStreamData(int64_t now_us) {
+  void OnHeartbeatReturned(double round_trip_s, int64_t now_us) override;
+  void OnStreamData(int64_t now_us) override {
     last_stream_data_us_.store(now_us, std::memory_order_relaxed);
   }
   // Relay thread, per loop turn: the age gauge.
-  void RefreshHeartbeatAge(int64_t now_us);
+  void RefreshHeartbeatAge(int64_t now_us) override;
   // Any thread: why the walsender looks stuck, "" when it does not: a
   // heartbeat emitted more than `timeout_us` ago has not come back, and
   // the stream delivered nothing for as long (a backlog being drained
@@ -172,8 +174,8 @@ class RelayMetrics {
   // Health: the loop's last turn (monotonic microseconds; the exported
   // timestamp is the metrics clock's wall time) and whether a session holds
   // the slot with a healthy producer.
-  void Heartbeat(int64_t now_us);
-  void SetStreaming(bool streaming);
+  void Heartbeat(int64_t now_us) override;
+  void SetStreaming(bool streaming) override;
   int64_t last_turn_us() const {
     return last_turn_us_.load(std::memory_order_relaxed);
   }
