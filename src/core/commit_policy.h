@@ -55,7 +55,10 @@ class CommitPolicy {
   virtual absl::StatusOr<Admission> Admit(uint64_t ticket, int64_t now_us) = 0;
 
   // Kafka refused the record produced under `ticket` for good, and the
-  // poison policy is dead_letter. OK: the Relay dead-letters it where it is
+  // poison policy is dead_letter. Called on the loop's thread by the
+  // DeliveryQueue as it collects the report (inside the sink's Poll, Flush
+  // or transaction commit), before the loop applies it; the answer travels
+  // with the report. OK: the Relay dead-letters it where it is
   // (at-least-once). An error: it cannot be (exactly-once: the Kafka
   // transaction holding it must be aborted); the session ends with that
   // error, nothing of the open Kafka transaction is confirmed, and a later

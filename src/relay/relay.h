@@ -11,7 +11,7 @@
 // The parts it owns (src/pipeline/): InFlight (the watermark, the commit
 // times, the byte window, the in-flight counters), DeliveryQueue (the
 // sink's reports, applied at one point of the turn), PoisonHandler
-// (on_invalid: halt or dead letters), SessionEnd() (which error ends the
+// (on_invalid: halt or dead letters), EndingError() (which error ends the
 // session) and a PipelineObserver (metrics; a no-op one by default).
 //
 // Threading: one thread runs everything: Run() polls the stream socket and

@@ -1,11 +1,11 @@
-// Relay's end of a session (relay.h): which error ends it (SessionEnd()),
+// Relay's end of a session (relay.h): which error ends it (EndingError()),
 // the final flush (or, after a failed report, the purge), the policy's
 // Finish() and the final status update.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
-#include "pipeline/session_end.h"
+#include "pipeline/ending_error.h"
 #include "relay/relay.h"
 
 namespace outbox {
@@ -30,7 +30,7 @@ absl::Status Relay::Shutdown(absl::Status loop) {
   const bool stream_alive = !absl::IsUnavailable(loop) || !delivery_error_.ok();
   const absl::Status health = sink_->health();
   if (absl::IsInvalidArgument(health)) AwaitRefusalReport();
-  absl::Status result = SessionEnd(loop, delivery_error_, health);
+  absl::Status result = EndingError(loop, delivery_error_, health);
   if (!ReportFailed() && sink_->health().ok()) FinalFlush(result);
   // After a failed report, later records (some perhaps of the failed
   // record's key) wait in the producer. Delivering them would put them ahead

@@ -1,5 +1,5 @@
 // The `outbox-relay status` report format (the query itself runs against a
-// real server in tests/integration/metrics_e2e_test.cc).
+// real server in tests/e2e/relay/metrics_e2e_test.cc).
 #include "cli/status_command.h"
 
 #include "gmock/gmock.h"

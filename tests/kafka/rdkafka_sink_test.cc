@@ -1,6 +1,6 @@
 // RdKafkaSink without a broker: what it decides locally, before anything
 // is sent (the bootstrap address refuses connections, so records only
-// queue). Delivery against a real broker is in tests/integration.
+// queue). Delivery against a real broker is in tests/e2e.
 #include "kafka/rdkafka_sink.h"
 
 #include <librdkafka/rdkafka.h>

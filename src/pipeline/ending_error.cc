@@ -1,12 +1,12 @@
-#include "pipeline/session_end.h"
+#include "pipeline/ending_error.h"
 
 #include "outbox/event_sink.h"
 
 namespace outbox {
 
-absl::Status SessionEnd(const absl::Status& loop,
-                        const absl::Status& failed_report,
-                        const absl::Status& health) {
+absl::Status EndingError(const absl::Status& loop,
+                         const absl::Status& failed_report,
+                         const absl::Status& health) {
   if (!absl::IsInvalidArgument(health)) return loop;
   if (absl::IsDataLoss(loop)) return loop;
   if (IsTopicAccessError(failed_report) ||

@@ -1,6 +1,6 @@
-// SessionEnd(): which of the loop's result, the first failed delivery
+// EndingError(): which of the loop's result, the first failed delivery
 // report and the producer's health ends a relay session.
-#include "pipeline/session_end.h"
+#include "pipeline/ending_error.h"
 
 #include <string>
 
@@ -17,7 +17,7 @@ struct Case {
   Pick want;
 };
 
-TEST(SessionEndTest, Precedence) {
+TEST(EndingErrorTest, Precedence) {
   const absl::Status ok = absl::OkStatus();
   const absl::Status stopped = absl::InvalidArgumentError("producer stopped");
   const absl::Status fatal = absl::InternalError("fatal producer error");
@@ -57,7 +57,7 @@ TEST(SessionEndTest, Precedence) {
     const absl::Status want = c.want == Pick::kLoop     ? c.loop
                               : c.want == Pick::kReport ? c.failed_report
                                                         : c.health;
-    EXPECT_EQ(SessionEnd(c.loop, c.failed_report, c.health), want) << c.name;
+    EXPECT_EQ(EndingError(c.loop, c.failed_report, c.health), want) << c.name;
   }
 }
 

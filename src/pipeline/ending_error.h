@@ -1,4 +1,4 @@
-// SessionEnd: which error ends a relay session, when several are at hand
+// EndingError: which error ends a relay session, when several are at hand
 // as Relay::Shutdown() begins. A pure function of three statuses:
 //
 //   loop           what ended the loop (OK: a stop was requested)
@@ -19,17 +19,17 @@
 //                                                        -> health
 //
 // Thread-compatible; no state.
-#ifndef OUTBOX_PIPELINE_SESSION_END_H_
-#define OUTBOX_PIPELINE_SESSION_END_H_
+#ifndef OUTBOX_PIPELINE_ENDING_ERROR_H_
+#define OUTBOX_PIPELINE_ENDING_ERROR_H_
 
 #include "absl/status/status.h"
 
 namespace outbox {
 
-absl::Status SessionEnd(const absl::Status& loop,
-                        const absl::Status& failed_report,
-                        const absl::Status& health);
+absl::Status EndingError(const absl::Status& loop,
+                         const absl::Status& failed_report,
+                         const absl::Status& health);
 
 }  // namespace outbox
 
-#endif  // OUTBOX_PIPELINE_SESSION_END_H_
+#endif  // OUTBOX_PIPELINE_ENDING_ERROR_H_
