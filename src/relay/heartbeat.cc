@@ -43,22 +43,14 @@ HeartbeatEmitter::HeartbeatEmitter(Options options, RelayMetrics* metrics)
       thread_([this] { Loop(); }) {}
 
 HeartbeatEmitter::~HeartbeatEmitter() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_ = true;
-  }
-  cv_.notify_all();
+  stop_.Stop();
   thread_.join();
 }
 
 void HeartbeatEmitter::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!done_) {
-    lock.unlock();
+  while (!stop_.stopped()) {
     EmitOnce();
-    lock.lock();
-    cv_.wait_for(lock, std::chrono::seconds(options_.interval_s),
-                 [this] { return done_; });
+    stop_.WaitFor(std::chrono::seconds(options_.interval_s));
   }
 }
 

@@ -25,14 +25,13 @@
 #ifndef OUTBOX_RELAY_HEARTBEAT_H_
 #define OUTBOX_RELAY_HEARTBEAT_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/strings/string_view.h"
+#include "common/stop_signal.h"
 
 namespace outbox {
 
@@ -77,9 +76,7 @@ class HeartbeatEmitter {
   RelayMetrics* metrics_;
   std::unique_ptr<PgConnection> conn_;  // emitter thread only
   std::string last_error_;              // emitter thread only
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;   // guarded by mu_
+  StopSignal stop_;
   std::thread thread_;  // last: starts after everything above
 };
 

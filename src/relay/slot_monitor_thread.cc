@@ -38,11 +38,7 @@ SlotMonitorThread::SlotMonitorThread(const Config& config,
       thread_([this] { Loop(); }) {}
 
 SlotMonitorThread::~SlotMonitorThread() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_ = true;
-  }
-  cv_.notify_all();
+  stop_.Stop();
   thread_.join();
 }
 
@@ -51,19 +47,16 @@ SlotMonitorThread::~SlotMonitorThread() {
 void SlotMonitorThread::Loop() {
   int64_t next_us = clock_->NowMicros();
   bool streaming = false;
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!done_) {
+  while (!stop_.stopped()) {
     const int64_t now_us = clock_->NowMicros();
     const bool now_streaming = metrics_ != nullptr && metrics_->streaming();
     if (now_us >= next_us || now_streaming != streaming) {
       if (now_streaming && !streaming) next_failover_check_us_ = now_us;
       streaming = now_streaming;
-      lock.unlock();
       QueryOnce();
-      lock.lock();
       next_us = clock_->NowMicros() + Micros(kSlotMonitorInterval);
     }
-    cv_.wait_for(lock, kSlotMonitorTick, [this] { return done_; });
+    stop_.WaitFor(kSlotMonitorTick);
   }
 }
 

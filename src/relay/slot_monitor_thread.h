@@ -20,16 +20,14 @@
 #define OUTBOX_RELAY_SLOT_MONITOR_THREAD_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "common/stop_signal.h"
 #include "config/config.h"
 #include "outbox/clock.h"
 #include "pg/slot_monitor.h"
@@ -71,9 +69,7 @@ class SlotMonitorThread {
   int64_t next_failover_check_us_ = 0;
   std::vector<std::string> failover_problems_;
   bool failover_unsupported_noted_ = false;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  StopSignal stop_;
   std::thread thread_;  // last: starts after everything above
 };
 
