@@ -12,8 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "config/config_keys.h"
 
-namespace outbox {
-namespace config_key_table {
+namespace outbox::config_key_table {
 
 template <typename T>
 inline T* Touch(std::optional<T>& o) {
@@ -25,11 +24,19 @@ inline T* Touch(std::optional<T>& o) {
 #define G(expr) [](Config& c) -> FieldRef { return &c.expr; }
 #define T(expr) [](TableDraft& t) -> FieldRef { return Touch(t.expr); }
 
-inline ConfigKey Global(absl::string_view path, FieldRef (*global)(Config&),
-                        absl::string_view description) {
+// A key with only its path and description; the builders below add the
+// rest.
+inline ConfigKey Described(absl::string_view path,
+                           absl::string_view description) {
   ConfigKey k;
   k.path = path;
   k.description = description;
+  return k;
+}
+
+inline ConfigKey Global(absl::string_view path, FieldRef (*global)(Config&),
+                        absl::string_view description) {
+  ConfigKey k = Described(path, description);
   k.global = global;
   return k;
 }
@@ -37,9 +44,7 @@ inline ConfigKey Global(absl::string_view path, FieldRef (*global)(Config&),
 inline ConfigKey Table(absl::string_view path, FieldRef (*table)(TableDraft&),
                        absl::string_view default_text,
                        absl::string_view description) {
-  ConfigKey k;
-  k.path = path;
-  k.description = description;
+  ConfigKey k = Described(path, description);
   k.table = table;
   k.default_text = default_text;
   return k;
@@ -47,21 +52,27 @@ inline ConfigKey Table(absl::string_view path, FieldRef (*table)(TableDraft&),
 
 inline ConfigKey List(absl::string_view path, absl::string_view default_text,
                       absl::string_view description) {
-  ConfigKey k;
-  k.path = path;
-  k.description = description;
+  ConfigKey k = Described(path, description);
   k.default_text = default_text;
   return k;
 }
 
-// Each appends its section's keys to `keys`, in table order.
-void AddPostgresKeys(std::vector<ConfigKey>& keys);  // postgres.*
-void AddOutboxKeys(std::vector<ConfigKey>& keys);    // outbox.*
-void AddKafkaKeys(std::vector<ConfigKey>& keys);     // kafka.*
-// limits.*, http.*, log.*, poller.*
-void AddRuntimeKeys(std::vector<ConfigKey>& keys);
+// What a section function appends its keys with: add(Global(...)).
+class KeyAppender {
+ public:
+  explicit KeyAppender(std::vector<ConfigKey>* keys) : keys_(keys) {}
+  void operator()(ConfigKey key) const { keys_->push_back(key); }
 
-}  // namespace config_key_table
-}  // namespace outbox
+ private:
+  std::vector<ConfigKey>* keys_;
+};
+
+// Each appends its section's keys with `add`, in table order.
+void AddPostgresKeys(KeyAppender add);  // postgres.*
+void AddOutboxKeys(KeyAppender add);    // outbox.*
+void AddKafkaKeys(KeyAppender add);     // kafka.*
+void AddRuntimeKeys(KeyAppender add);   // limits.*, http.*, log.*, poller.*
+
+}  // namespace outbox::config_key_table
 
 #endif  // OUTBOX_CONFIG_CONFIG_KEY_TABLE_H_

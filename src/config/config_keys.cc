@@ -15,10 +15,11 @@ namespace {
 
 std::vector<ConfigKey> BuildKeys() {
   std::vector<ConfigKey> k;
-  config_key_table::AddPostgresKeys(k);
-  config_key_table::AddOutboxKeys(k);
-  config_key_table::AddKafkaKeys(k);
-  config_key_table::AddRuntimeKeys(k);
+  config_key_table::KeyAppender add(&k);
+  config_key_table::AddPostgresKeys(add);
+  config_key_table::AddOutboxKeys(add);
+  config_key_table::AddKafkaKeys(add);
+  config_key_table::AddRuntimeKeys(add);
   return k;
 }
 

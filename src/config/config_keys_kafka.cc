@@ -1,15 +1,11 @@
 // The kafka.* keys of the configuration key table (see
 // config_key_table.h).
-#include <vector>
-
 #include "config/config_key_table.h"
 #include "config/config_keys.h"
 
-namespace outbox {
-namespace config_key_table {
+namespace outbox::config_key_table {
 
-void AddKafkaKeys(std::vector<ConfigKey>& k) {
-  auto add = [&k](ConfigKey key) { k.push_back(key); };
+void AddKafkaKeys(KeyAppender add) {
   add(Global("kafka.brokers", G(kafka.brokers),
              "bootstrap brokers, host:port[,host:port...]"));
   add(Global("kafka.properties", G(kafka.properties),
@@ -91,5 +87,4 @@ void AddKafkaKeys(std::vector<ConfigKey>& k) {
           .For(kDaemons));
 }
 
-}  // namespace config_key_table
-}  // namespace outbox
+}  // namespace outbox::config_key_table

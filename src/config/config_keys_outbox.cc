@@ -1,15 +1,11 @@
 // The outbox.* keys of the configuration key table (see config_key_table.h):
 // the defaults every outbox table inherits, and the outbox.tables[] entries.
-#include <vector>
-
 #include "config/config_key_table.h"
 #include "config/config_keys.h"
 
-namespace outbox {
-namespace config_key_table {
+namespace outbox::config_key_table {
 
-void AddOutboxKeys(std::vector<ConfigKey>& k) {
-  auto add = [&k](ConfigKey key) { k.push_back(key); };
+void AddOutboxKeys(KeyAppender add) {
   add(Global("outbox.columns.id", G(outbox.columns.id),
              "event id column, sent in header \"id\" (inherited by tables)"));
   add(Global("outbox.columns.aggregatetype", G(outbox.columns.aggregatetype),
@@ -161,5 +157,4 @@ void AddOutboxKeys(std::vector<ConfigKey>& k) {
           .For(kDaemons));
 }
 
-}  // namespace config_key_table
-}  // namespace outbox
+}  // namespace outbox::config_key_table

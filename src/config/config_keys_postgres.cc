@@ -1,15 +1,11 @@
 // The postgres.* keys of the configuration key table (see
 // config_key_table.h).
-#include <vector>
-
 #include "config/config_key_table.h"
 #include "config/config_keys.h"
 
-namespace outbox {
-namespace config_key_table {
+namespace outbox::config_key_table {
 
-void AddPostgresKeys(std::vector<ConfigKey>& k) {
-  auto add = [&k](ConfigKey key) { k.push_back(key); };
+void AddPostgresKeys(KeyAppender add) {
   add(Global("postgres.conninfo", G(postgres.conninfo),
              "libpq conninfo string or URI of the database holding the outbox; "
              "empty uses libpq's PG* environment variables")
@@ -136,5 +132,4 @@ void AddPostgresKeys(std::vector<ConfigKey>& k) {
           .For(kRelayOnly));
 }
 
-}  // namespace config_key_table
-}  // namespace outbox
+}  // namespace outbox::config_key_table

@@ -1,15 +1,11 @@
 // The limits.*, http.*, log.* and poller.* keys of the configuration key table
 // (see config_key_table.h).
-#include <vector>
-
 #include "config/config_key_table.h"
 #include "config/config_keys.h"
 
-namespace outbox {
-namespace config_key_table {
+namespace outbox::config_key_table {
 
-void AddRuntimeKeys(std::vector<ConfigKey>& k) {
-  auto add = [&k](ConfigKey key) { k.push_back(key); };
+void AddRuntimeKeys(KeyAppender add) {
   // limits
   add(Global("limits.max_inflight_events", G(limits.max_inflight_events),
              "events handed to Kafka but not yet acknowledged before reading "
@@ -91,5 +87,4 @@ void AddRuntimeKeys(std::vector<ConfigKey>& k) {
           .For(ToolBit(Tool::kPoller)));
 }
 
-}  // namespace config_key_table
-}  // namespace outbox
+}  // namespace outbox::config_key_table
