@@ -14,13 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/strings.h"
 #include "config/command_line.h"
 #include "config/config_keys.h"
-#include "config/kafka_safety.h"
+#include "config/config_validation.h"
 #include "config/redact.h"
 #include "config/secrets.h"
-#include "outbox/lsn.h"
 #include "outbox/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
@@ -39,13 +37,6 @@ struct Draft {
   Config config;
   std::vector<TableDraft> tables = {NamedTable("public.outbox")};
 };
-
-absl::Status KeyError(absl::string_view source, absl::string_view path,
-                      absl::string_view message, int line = -1) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(source, ": \"", path, "\": ", message,
-                   line >= 0 ? absl::StrCat(" (line ", line + 1, ")") : ""));
-}
 
 absl::Status UnknownKey(absl::string_view source, absl::string_view path,
                         int line = -1) {
@@ -114,9 +105,9 @@ class YamlReader {
       } else if (IsConfigSection(spec_path)) {
         if (v.IsNull()) continue;
         if (!v.IsMap()) {
-          return KeyError(source_, path,
-                          absl::StrCat("expected a map, got ", NodeKind(v)),
-                          line);
+          return ConfigKeyError(
+              source_, path, absl::StrCat("expected a map, got ", NodeKind(v)),
+              line);
         }
         RETURN_IF_ERROR(WalkMap(v, path, spec_path, table));
       } else {
@@ -129,9 +120,9 @@ class YamlReader {
   absl::Status ReadTables(const YAML::Node& list, const std::string& path,
                           int line) {
     if (!list.IsSequence()) {
-      return KeyError(source_, path,
-                      absl::StrCat("expected a list, got ", NodeKind(list)),
-                      line);
+      return ConfigKeyError(
+          source_, path, absl::StrCat("expected a list, got ", NodeKind(list)),
+          line);
     }
     std::vector<TableDraft> tables;
     for (size_t i = 0; i < list.size(); ++i) {
@@ -143,14 +134,15 @@ class YamlReader {
       } else if (entry.IsMap()) {
         RETURN_IF_ERROR(WalkMap(entry, entry_path, "outbox.tables[]", &t));
       } else {
-        return KeyError(source_, entry_path,
-                        absl::StrCat("expected a table name or a map, got ",
-                                     NodeKind(entry)),
-                        entry.Mark().line);
+        return ConfigKeyError(
+            source_, entry_path,
+            absl::StrCat("expected a table name or a map, got ",
+                         NodeKind(entry)),
+            entry.Mark().line);
       }
       if (t.table.empty()) {
-        return KeyError(source_, entry_path + ".table", "is required",
-                        entry.Mark().line);
+        return ConfigKeyError(source_, entry_path + ".table", "is required",
+                              entry.Mark().line);
       }
       tables.push_back(std::move(t));
     }
@@ -164,16 +156,17 @@ class YamlReader {
     if (auto* map = std::get_if<StringMap*>(&field)) {
       if (v.IsNull()) return absl::OkStatus();
       if (!v.IsMap()) {
-        return KeyError(source_, path,
-                        absl::StrCat("expected a map, got ", NodeKind(v)),
-                        line);
+        return ConfigKeyError(source_, path,
+                              absl::StrCat("expected a map, got ", NodeKind(v)),
+                              line);
       }
       for (auto it = v.begin(); it != v.end(); ++it) {
         const YAML::Node name = it->first;
         const YAML::Node value = it->second;
         if (!name.IsScalar() || !value.IsScalar()) {
-          return KeyError(source_, path, "expected a map of strings to strings",
-                          name.Mark().line);
+          return ConfigKeyError(source_, path,
+                                "expected a map of strings to strings",
+                                name.Mark().line);
         }
         std::string entry_path = absl::StrCat(path, ".", name.Scalar());
         ASSIGN_OR_RETURN(std::string text, Expanded(value, entry_path));
@@ -188,8 +181,8 @@ class YamlReader {
       std::vector<std::string> items;
       for (size_t i = 0; i < v.size(); ++i) {
         if (!v[i].IsScalar()) {
-          return KeyError(source_, path, "expected a list of strings",
-                          v[i].Mark().line);
+          return ConfigKeyError(source_, path, "expected a list of strings",
+                                v[i].Mark().line);
         }
         ASSIGN_OR_RETURN(std::string item, Expanded(v[i], path));
         items.push_back(std::move(item));
@@ -197,13 +190,13 @@ class YamlReader {
       return SetField(key, field, absl::StrJoin(items, ","));
     }
     if (!v.IsScalar()) {
-      return KeyError(source_, path,
-                      absl::StrCat("expected a scalar, got ", NodeKind(v)),
-                      line);
+      return ConfigKeyError(
+          source_, path, absl::StrCat("expected a scalar, got ", NodeKind(v)),
+          line);
     }
     ASSIGN_OR_RETURN(std::string text, Expanded(v, path));
     absl::Status s = SetField(key, field, text);
-    if (!s.ok()) return KeyError(source_, path, s.message(), line);
+    if (!s.ok()) return ConfigKeyError(source_, path, s.message(), line);
     return absl::OkStatus();
   }
 
@@ -212,8 +205,8 @@ class YamlReader {
                                        const std::string& path) {
     absl::StatusOr<std::string> text = ExpandVariables(scalar.Scalar());
     if (!text.ok()) {
-      return KeyError(source_, path, text.status().message(),
-                      scalar.Mark().line);
+      return ConfigKeyError(source_, path, text.status().message(),
+                            scalar.Mark().line);
     }
     return text;
   }
@@ -265,7 +258,7 @@ absl::Status ApplyOverride(const CommandLine::Override& o, Draft* draft) {
       return UnknownKey(o.flag, o.path);
     }
     if (index >= draft->tables.size()) {
-      return KeyError(
+      return ConfigKeyError(
           o.flag, o.path,
           absl::StrCat("there are only ", draft->tables.size(), " tables"));
     }
@@ -294,7 +287,7 @@ absl::Status ApplyOverride(const CommandLine::Override& o, Draft* draft) {
       table != nullptr ? key->table(*table) : key->global(draft->config);
   if (auto* map = std::get_if<StringMap*>(&field)) {
     if (entry.empty()) {
-      return KeyError(
+      return ConfigKeyError(
           o.flag, o.path,
           absl::StrCat("is a map; set one entry with ", o.path, ".NAME=VALUE"));
     }
@@ -302,12 +295,8 @@ absl::Status ApplyOverride(const CommandLine::Override& o, Draft* draft) {
     return absl::OkStatus();
   }
   absl::Status s = SetField(*key, field, o.value);
-  if (!s.ok()) return KeyError(o.flag, o.path, s.message());
+  if (!s.ok()) return ConfigKeyError(o.flag, o.path, s.message());
   return absl::OkStatus();
-}
-
-absl::Status Invalid(absl::string_view path, absl::string_view message) {
-  return KeyError("config", path, message);
 }
 
 // Fills config.outbox.tables from the drafts, with inheritance.
@@ -328,12 +317,13 @@ absl::Status Resolve(Draft* draft) {
       t.name = d.table;
     }
     if (t.schema.empty() || t.name.empty()) {
-      return Invalid(path + ".table",
-                     absl::StrCat("\"", d.table, "\" is not schema.table"));
+      return InvalidConfigValue(
+          path + ".table",
+          absl::StrCat("\"", d.table, "\" is not schema.table"));
     }
     if (!seen.insert(t.QualifiedName()).second) {
-      return Invalid(path + ".table",
-                     absl::StrCat(t.QualifiedName(), " is listed twice"));
+      return InvalidConfigValue(
+          path + ".table", absl::StrCat(t.QualifiedName(), " is listed twice"));
     }
     t.columns.id = d.id.value_or(outbox.columns.id);
     t.columns.aggregatetype =
@@ -355,104 +345,28 @@ absl::Status Resolve(Draft* draft) {
           {"columns.payload", t.columns.payload},
           {"topic", t.topic}}) {
       if (column.empty()) {
-        return Invalid(absl::StrCat(path, ".", what), "must not be empty");
+        return InvalidConfigValue(absl::StrCat(path, ".", what),
+                                  "must not be empty");
       }
     }
     for (const auto& [column, header] : t.headers) {
       if (column.empty() || header.empty()) {
-        return Invalid(path + ".headers",
-                       "column and header names must not be empty");
+        return InvalidConfigValue(path + ".headers",
+                                  "column and header names must not be empty");
       }
       if (header == "id") {
-        return Invalid(path + ".headers",
-                       "header \"id\" is reserved for the event id");
+        return InvalidConfigValue(path + ".headers",
+                                  "header \"id\" is reserved for the event id");
       }
     }
     outbox.tables.push_back(std::move(t));
   }
   if (outbox.tables.empty() && !outbox.messages.enabled) {
-    return Invalid("outbox.tables",
-                   "is empty and outbox.messages.enabled is false: nothing "
-                   "to relay (list an outbox table, or enable the tableless "
-                   "outbox)");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Validate(const Config& c) {
-  if (!IsValidSlotName(c.postgres.slot)) {
-    return Invalid("postgres.slot",
-                   absl::StrCat("\"", c.postgres.slot,
-                                "\" is not a slot name (1-63 of a-z, 0-9, _)"));
-  }
-  for (const auto& [key, value] :
-       {std::pair{"kafka.topic_creation.partitions",
-                  c.kafka.topic_creation.partitions},
-        std::pair{"kafka.topic_creation.replication_factor",
-                  c.kafka.topic_creation.replication_factor}}) {
-    if (value == 0) return Invalid(key, "0 (use -1 for the broker's default)");
-  }
-  if (!c.postgres.acknowledge_slot_loss.empty() &&
-      !ParseLsn(c.postgres.acknowledge_slot_loss).ok()) {
-    return Invalid("postgres.acknowledge_slot_loss",
-                   absl::StrCat("\"", c.postgres.acknowledge_slot_loss,
-                                "\" is not an LSN (like 0/16B3748)"));
-  }
-  if (c.postgres.reconnect_backoff_max_ms <
-      c.postgres.reconnect_backoff_initial_ms) {
-    return Invalid("postgres.reconnect_backoff_max_ms",
-                   "must be at least postgres.reconnect_backoff_initial_ms");
-  }
-  if (c.outbox.on_invalid == OnInvalid::kDeadLetter &&
-      c.outbox.dead_letter_topic.empty()) {
-    return Invalid("outbox.dead_letter_topic",
-                   "must be set when outbox.on_invalid is dead_letter");
-  }
-  if (c.postgres.heartbeat_interval_s > 0 &&
-      c.postgres.heartbeat_timeout_s <= c.postgres.heartbeat_interval_s) {
-    return Invalid("postgres.heartbeat_timeout_s",
-                   "must be longer than postgres.heartbeat_interval_s");
-  }
-  if (c.outbox.messages.enabled && c.outbox.messages.prefix.empty()) {
-    return Invalid("outbox.messages.prefix",
-                   "must be set when outbox.messages.enabled is true");
-  }
-  if (c.kafka.brokers.empty()) return Invalid("kafka.brokers", "is empty");
-  for (absl::string_view p : {"bootstrap.servers", "metadata.broker.list"}) {
-    if (c.kafka.properties.count(std::string(p)) > 0) {
-      return Invalid(absl::StrCat("kafka.properties.", p),
-                     "use kafka.brokers instead");
-    }
-  }
-  if (!c.kafka.allow_unsafe) {
-    std::vector<UnsafeKafkaProperty> unsafe =
-        UnsafeKafkaProperties(c.kafka.properties);
-    if (!unsafe.empty()) {
-      const UnsafeKafkaProperty& u = unsafe.front();
-      return Invalid(absl::StrCat("kafka.properties.", u.name),
-                     absl::StrCat("\"", u.value, "\" ", u.reason,
-                                  "; remove it, or set kafka.allow_unsafe: "
-                                  "true to accept the risk"));
-    }
-  }
-  if (!c.http.listen.empty()) {
-    size_t colon = c.http.listen.rfind(':');
-    int port = 0;
-    if (colon == std::string::npos ||
-        !absl::SimpleAtoi(absl::string_view(c.http.listen).substr(colon + 1),
-                          &port) ||
-        port < 0 || port > 65535) {
-      return Invalid("http.listen",
-                     absl::StrCat("\"", c.http.listen, "\" is not host:port"));
-    }
-  }
-  if (c.poller.backoff_max_ms < c.poller.backoff_initial_ms) {
-    return Invalid("poller.backoff_max_ms",
-                   "must be at least poller.backoff_initial_ms");
-  }
-  if (c.poller.notify && c.poller.notify_channel.empty()) {
-    return Invalid("poller.notify_channel",
-                   "must be set when poller.notify is true");
+    return InvalidConfigValue(
+        "outbox.tables",
+        "is empty and outbox.messages.enabled is false: nothing "
+        "to relay (list an outbox table, or enable the tableless "
+        "outbox)");
   }
   return absl::OkStatus();
 }
@@ -462,7 +376,7 @@ absl::StatusOr<Config> Finish(Draft* draft) {
   if (absl::Status s = ReadSecretFiles(&draft->config); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config: ", s.message()));
   }
-  RETURN_IF_ERROR(Validate(draft->config));
+  RETURN_IF_ERROR(ValidateConfig(draft->config));
   return std::move(draft->config);
 }
 

@@ -12,10 +12,18 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
-#include "simdjson.h"
+#include "config/connector_properties.h"
+#include "config/debezium_mapping.h"
 
 namespace outbox {
 namespace {
+
+using debezium::ConninfoValue;
+using debezium::IgnoredKeys;
+using debezium::PlainTableName;
+using debezium::Quote;
+using debezium::TopicTemplate;
+using debezium::WritesRunId;
 
 constexpr absl::string_view kPostgresConnector =
     "io.debezium.connector.postgresql.PostgresConnector";
@@ -24,203 +32,8 @@ constexpr absl::string_view kEventRouter =
 constexpr absl::string_view kStringConverter =
     "org.apache.kafka.connect.storage.StringConverter";
 constexpr absl::string_view kDefaultRegex = "(?<routedByValue>.*)";
-constexpr absl::string_view kRoutedByValue = "${routedByValue}";
 
-using Properties = std::map<std::string, std::string>;
-
-// Java properties: key=value or key: value, '#'/'!' comments, a trailing
-// '\' continues the line, "\x" is x.
-absl::StatusOr<Properties> ParseProperties(absl::string_view text) {
-  Properties out;
-  std::string logical;
-  auto finish = [&]() -> absl::Status {
-    absl::string_view line = absl::StripLeadingAsciiWhitespace(logical);
-    if (line.empty() || line[0] == '#' || line[0] == '!') return {};
-    std::string key, value;
-    bool in_key = true, skipping_separator = false;
-    for (size_t i = 0; i < line.size(); ++i) {
-      char c = line[i];
-      if (in_key && (c == '=' || c == ':')) {
-        in_key = false;
-        skipping_separator = true;
-        continue;
-      }
-      if (skipping_separator && (c == ' ' || c == '\t')) continue;
-      skipping_separator = false;
-      if (c == '\\' && i + 1 < line.size()) c = line[++i];
-      (in_key ? key : value).push_back(c);
-    }
-    key = std::string(absl::StripAsciiWhitespace(key));
-    if (in_key) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("line \"", line, "\" is not key=value"));
-    }
-    out[key] = std::string(absl::StripTrailingAsciiWhitespace(value));
-    return {};
-  };
-  for (absl::string_view raw : absl::StrSplit(text, '\n')) {
-    absl::string_view line = absl::StripTrailingAsciiWhitespace(raw);
-    bool continued =
-        absl::EndsWith(line, "\\") && !absl::EndsWith(line, "\\\\");
-    if (continued) line.remove_suffix(1);
-    absl::StrAppend(&logical, logical.empty()
-                                  ? line
-                                  : absl::StripLeadingAsciiWhitespace(line));
-    if (continued) continue;
-    if (absl::Status s = finish(); !s.ok()) return s;
-    logical.clear();
-  }
-  if (absl::Status s = finish(); !s.ok()) return s;
-  return out;
-}
-
-// Kafka Connect REST: {"name": N, "config": {...}} or the config alone.
-// Values are strings in Connect; numbers and booleans are taken as text.
-absl::StatusOr<Properties> ParseJson(absl::string_view text) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (auto error = parser.parse(text.data(), text.size()).get(root)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not JSON: ", simdjson::error_message(error)));
-  }
-  simdjson::dom::object object;
-  if (root.get_object().get(object)) {
-    return absl::InvalidArgumentError("the JSON is not an object");
-  }
-  Properties out;
-  simdjson::dom::object config;
-  if (!object["config"].get_object().get(config)) {
-    std::string_view name;
-    if (!object["name"].get_string().get(name)) out["name"] = name;
-    object = config;
-  }
-  for (auto field : object) {
-    std::string key(field.key);
-    std::string_view s;
-    if (!field.value.get_string().get(s)) {
-      out[key] = std::string(s);
-    } else if (field.value.is_object() || field.value.is_array()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("\"", key, "\" is not a string"));
-    } else {
-      out[key] = simdjson::minify(field.value);
-    }
-  }
-  return out;
-}
-
-// A YAML double-quoted scalar: a JSON string is one (newlines and control
-// characters escaped, which YAML reads back as the same bytes).
-std::string Quote(absl::string_view s) {
-  std::string out;
-  AppendJsonString(&out, s);
-  return absl::StrReplaceAll(out, {{"$", "$$"}});  // no ${VAR} expansion
-}
-
-// A libpq conninfo value.
-std::string ConninfoValue(absl::string_view s) {
-  if (!s.empty() && s.find_first_of(" '\\") == absl::string_view::npos) {
-    return std::string(s);
-  }
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "'";
-}
-
-// A Debezium table.include.list entry that names one table
-// ("schema\.table" or "schema.table"), or nullopt when it is a pattern.
-std::optional<std::string> PlainTableName(absl::string_view entry) {
-  std::string name;
-  for (size_t i = 0; i < entry.size(); ++i) {
-    char c = entry[i];
-    if (c == '\\' && i + 1 < entry.size() && entry[i + 1] == '.') {
-      name.push_back('.');
-      ++i;
-    } else if (absl::ascii_isalnum(c) || c == '_' || c == '.') {
-      name.push_back(c);
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (std::count(name.begin(), name.end(), '.') != 1) return std::nullopt;
-  return name;
-}
-
-// A topic template for route.topic.replacement under the default regex:
-// ${routedByValue} becomes {column}; braces double; nullopt when the
-// replacement refers to anything else.
-std::optional<std::string> TopicTemplate(absl::string_view replacement,
-                                         absl::string_view column) {
-  std::string out;
-  for (size_t i = 0; i < replacement.size(); ++i) {
-    if (absl::StartsWith(replacement.substr(i), kRoutedByValue)) {
-      absl::StrAppend(&out, "{", column, "}");
-      i += kRoutedByValue.size() - 1;
-      continue;
-    }
-    char c = replacement[i];
-    if (c == '$' || c == '\\') return std::nullopt;
-    if (c == '{' || c == '}') out.push_back(c);
-    out.push_back(c);
-  }
-  return out;
-}
-
-// Keys that do not change an outbox record, each with why.
-const std::map<std::string, std::string>& IgnoredKeys() {
-  static const auto* keys = new std::map<std::string, std::string>{
-      {"tasks.max", "the relay is one process per slot"},
-      {"tombstones.on.delete", "the Event Router drops deletes"},
-      {"max.batch.size", "see limits.*"},
-      {"max.queue.size", "see limits.*"},
-      {"max.queue.size.in.bytes", "see limits.*"},
-      {"poll.interval.ms", "the relay streams without polling"},
-      {"slot.max.retries", "the relay reconnects with backoff"},
-      {"slot.retry.delay.ms", "the relay reconnects with backoff"},
-      {"retriable.restart.connector.wait.ms",
-       "see postgres.reconnect_backoff_*"},
-      {"database.tcpKeepAlive", "libpq keeps connections alive by default"},
-      {"decimal.handling.mode", "no effect on text and jsonb columns"},
-      {"time.precision.mode", "no effect on text and jsonb columns"},
-      {"binary.handling.mode", "no effect on text and jsonb columns"},
-      {"key.converter.schemas.enable", "see the converters note"},
-      {"value.converter.schemas.enable", "see the converters note"},
-      {"offset.flush.interval.ms",
-       "the relay confirms once Kafka acknowledged"},
-      {"heartbeat.interval.ms",
-       "Debezium's heartbeat topic is not produced; "
-       "postgres.heartbeat_interval_s measures the slot's round trip"},
-      {"heartbeat.action.query", "see heartbeat.interval.ms"},
-      {"provide.transaction.metadata",
-       "the relay produces no transaction-metadata topic"},
-      {"errors.tolerance", "see outbox.on_invalid"},
-      {"errors.log.enable", "the relay logs every poison event"},
-      {"errors.log.include.messages", "the relay logs every poison event"},
-  };
-  return *keys;
-}
-
-// Debezium 3.4.0 added the fourth context header, runId (DBZ-9541).
-constexpr int kRunIdSince[] = {3, 4};
-
-// Whether Debezium `version` ("3.2.3.Final", "3.7") writes the runId
-// header; InvalidArgument when it is not MAJOR.MINOR[.anything].
-absl::StatusOr<bool> WritesRunId(absl::string_view version) {
-  std::vector<absl::string_view> parts =
-      absl::StrSplit(version, absl::MaxSplits('.', 2));
-  int major = 0, minor = 0;
-  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &major) ||
-      !absl::SimpleAtoi(parts[1], &minor) || major < 0 || minor < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--debezium-version \"", version,
-                     "\" is not a Debezium version (3.2.3.Final, 3.7)"));
-  }
-  return major > kRunIdSince[0] ||
-         (major == kRunIdSince[0] && minor >= kRunIdSince[1]);
-}
+using Properties = ConnectorProperties;
 
 class Translator {
  public:
@@ -624,10 +437,7 @@ absl::StatusOr<DebeziumTranslation> TranslateDebeziumConnector(
       return s;
     }
   }
-  absl::string_view start = absl::StripLeadingAsciiWhitespace(text);
-  absl::StatusOr<Properties> props = !start.empty() && start[0] == '{'
-                                         ? ParseJson(text)
-                                         : ParseProperties(text);
+  absl::StatusOr<ConnectorProperties> props = ParseConnectorProperties(text);
   if (!props.ok()) return props.status();
   return Translator(std::move(*props), std::string(debezium_version)).Run();
 }

@@ -2,9 +2,9 @@
 // what outbox-relay and outbox-poller promise (nothing lost once confirmed,
 // per-key order), with the reason for each.
 //
-// One rule set for both daemons: Validate() (config.cc) refuses a
-// configuration that has any of them unless kafka.allow_unsafe is true, and
-// StartDaemon() then logs each as a warning. librdkafka's aliases are
+// One rule set for both daemons: ValidateConfig() (config_validation.cc)
+// refuses a configuration that has any of them unless kafka.allow_unsafe is
+// true, and StartDaemon() then logs each as a warning. librdkafka's aliases are
 // checked under every name (acks / request.required.acks, ...), and values
 // are read the way librdkafka reads them (booleans true/t/1, integers by
 // strtol with base 0). A value librdkafka cannot parse is left to it: the

@@ -113,7 +113,7 @@ class PgOutputDecoder final : public Decoder {
   absl::Status Decode(absl::string_view data, Lsn wal_start, Change* out);
 
  private:
-  struct State;  // caches and buffers
+  struct State;  // caches and buffers (pgoutput_state.h)
   std::unique_ptr<State> state_;
 };
 

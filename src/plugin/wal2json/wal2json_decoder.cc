@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 #include "outbox/lsn.h"
+#include "plugin/wal2json/wal2json_keys.h"
 #include "plugin/wal2json/wal2json_text.h"
 
 namespace outbox {
@@ -17,6 +18,12 @@ namespace {
 
 namespace od = simdjson::ondemand;
 using std::string_view_literals::operator""sv;
+using wal2json::ActionKind;
+using wal2json::ClassifyKey;
+using wal2json::Key;
+using enum wal2json::Key;
+using wal2json::KeyName;
+using wal2json::RequiredKeys;
 
 // ---------------------------------------------------------------------------
 // Errors, built only on failure: the hot path formats nothing.
@@ -40,139 +47,6 @@ absl::Status TypeError(absl::string_view key, absl::string_view want,
 std::string Excerpt(absl::string_view text) {
   if (text.size() <= 32) return std::string(text);
   return absl::StrCat(text.substr(0, 32), "...");
-}
-
-// ---------------------------------------------------------------------------
-// Record keys. Each is a bit, so one mask tracks which were seen.
-
-enum Key : uint32_t {
-  kUnknownKey = 0,
-  kAction = 1u << 0,
-  kXid = 1u << 1,
-  kTimestamp = 1u << 2,
-  kLsnKey = 1u << 3,
-  kNextLsn = 1u << 4,
-  kSchema = 1u << 5,
-  kTable = 1u << 6,
-  kColumns = 1u << 7,
-  kTransactional = 1u << 8,
-  kPrefix = 1u << 9,
-  kContent = 1u << 10,
-};
-
-// wal2json writes keys without escapes, so raw bytes are compared; a key
-// spelled with escapes counts as unknown.
-Key ClassifyKey(od::raw_json_string key) {
-  switch (key.raw()[0]) {
-    case 'a':
-      if (key.unsafe_is_equal("action"sv)) return kAction;
-      break;
-    case 'x':
-      if (key.unsafe_is_equal("xid"sv)) return kXid;
-      break;
-    case 't':
-      if (key.unsafe_is_equal("timestamp"sv)) return kTimestamp;
-      if (key.unsafe_is_equal("table"sv)) return kTable;
-      if (key.unsafe_is_equal("transactional"sv)) return kTransactional;
-      break;
-    case 'l':
-      if (key.unsafe_is_equal("lsn"sv)) return kLsnKey;
-      break;
-    case 'n':
-      if (key.unsafe_is_equal("nextlsn"sv)) return kNextLsn;
-      break;
-    case 's':
-      if (key.unsafe_is_equal("schema"sv)) return kSchema;
-      break;
-    case 'c':
-      if (key.unsafe_is_equal("columns"sv)) return kColumns;
-      if (key.unsafe_is_equal("content"sv)) return kContent;
-      break;
-    case 'p':
-      if (key.unsafe_is_equal("prefix"sv)) return kPrefix;
-      break;
-    default:
-      break;
-  }
-  return kUnknownKey;  // "identity", "pk", future keys: skipped
-}
-
-const char* KeyName(Key key) {
-  switch (key) {
-    case kAction:
-      return "action";
-    case kXid:
-      return "xid";
-    case kTimestamp:
-      return "timestamp";
-    case kLsnKey:
-      return "lsn";
-    case kNextLsn:
-      return "nextlsn";
-    case kSchema:
-      return "schema";
-    case kTable:
-      return "table";
-    case kColumns:
-      return "columns";
-    case kTransactional:
-      return "transactional";
-    case kPrefix:
-      return "prefix";
-    case kContent:
-      return "content";
-    case kUnknownKey:
-      break;
-  }
-  return "?";
-}
-
-// Without these keys the Change is of no use to the pipeline.
-uint32_t RequiredKeys(Change::Kind kind) {
-  switch (kind) {
-    case Change::Kind::kBegin:
-    case Change::Kind::kCommit:
-      return kLsnKey | kNextLsn;
-    case Change::Kind::kInsert:
-      return kSchema | kTable | kColumns;
-    case Change::Kind::kUpdate:
-    case Change::Kind::kDelete:
-      return kSchema | kTable;
-    case Change::Kind::kMessage:
-      return kTransactional | kPrefix | kContent;
-    case Change::Kind::kOther:
-      break;
-  }
-  return 0;
-}
-
-bool ActionKind(absl::string_view action, Change::Kind* kind) {
-  if (action.size() != 1) return false;
-  switch (action[0]) {
-    case 'B':
-      *kind = Change::Kind::kBegin;
-      return true;
-    case 'C':
-      *kind = Change::Kind::kCommit;
-      return true;
-    case 'I':
-      *kind = Change::Kind::kInsert;
-      return true;
-    case 'U':
-      *kind = Change::Kind::kUpdate;
-      return true;
-    case 'D':
-      *kind = Change::Kind::kDelete;
-      return true;
-    case 'M':
-      *kind = Change::Kind::kMessage;
-      return true;
-    case 'T':
-      *kind = Change::Kind::kOther;
-      return true;
-    default:
-      return false;
-  }
 }
 
 }  // namespace
