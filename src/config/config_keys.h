@@ -61,7 +61,7 @@ struct ConfigKey {
   // share it), and --help lists a tool's keys only.
   ToolSet tools = kAllTools;
 
-  // Builder-style setters for the table (config_keys_*.cc).
+  // Builder-style setters for the table in config_keys.cc.
   ConfigKey& Min(int64_t value) {
     min = value;
     return *this;
