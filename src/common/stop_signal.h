@@ -1,8 +1,9 @@
 // StopSignal: how a background thread that works on a timer learns that its
 // owner wants it to end, without sleeping out the rest of its interval.
 //
-//   worker:  while (!stop_.stopped()) { Work(); stop_.WaitFor(interval); }
-//   owner:   ~Owner() { stop_.Stop(); thread_.join(); }
+//   worker:  while (!stop.stopped()) { Work(); stop.WaitFor(interval); }
+//   owner:   a StoppableThread member, declared last, running the worker;
+//            destroying it stops and joins the worker first
 //
 // Threading: Stop() from any thread, once or more; WaitFor() and stopped()
 // from any thread. The waits are on the steady clock of the condition
@@ -12,7 +13,10 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 
@@ -45,6 +49,26 @@ class StopSignal {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A thread that runs `body` with its StopSignal; the destructor stops it and
+// joins it. Declare it after everything `body` uses, so that it starts last
+// and is destroyed first.
+class StoppableThread {
+ public:
+  explicit StoppableThread(std::function<void(StopSignal&)> body)
+      : thread_([this, body = std::move(body)] { body(stop_); }) {}
+  ~StoppableThread() {
+    stop_.Stop();
+    thread_.join();
+  }
+
+  StoppableThread(const StoppableThread&) = delete;
+  StoppableThread& operator=(const StoppableThread&) = delete;
+
+ private:
+  StopSignal stop_;
+  std::thread thread_;  // last: starts after stop_
 };
 
 }  // namespace outbox

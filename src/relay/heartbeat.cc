@@ -38,19 +38,12 @@ uint64_t NewHeartbeatNonce() {
 }
 
 HeartbeatEmitter::HeartbeatEmitter(Options options, RelayMetrics* metrics)
-    : options_(std::move(options)),
-      metrics_(metrics),
-      thread_([this] { Loop(); }) {}
+    : options_(std::move(options)), metrics_(metrics) {}
 
-HeartbeatEmitter::~HeartbeatEmitter() {
-  stop_.Stop();
-  thread_.join();
-}
-
-void HeartbeatEmitter::Loop() {
-  while (!stop_.stopped()) {
+void HeartbeatEmitter::Loop(StopSignal& stop) {
+  while (!stop.stopped()) {
     EmitOnce();
-    stop_.WaitFor(std::chrono::seconds(options_.interval_s));
+    stop.WaitFor(std::chrono::seconds(options_.interval_s));
   }
 }
 

@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/strings/string_view.h"
 #include "common/stop_signal.h"
@@ -64,20 +63,19 @@ class HeartbeatEmitter {
   };
   // Starts emitting at once, then every interval. `metrics` may be null.
   HeartbeatEmitter(Options options, RelayMetrics* metrics);
-  ~HeartbeatEmitter();
   HeartbeatEmitter(const HeartbeatEmitter&) = delete;
   HeartbeatEmitter& operator=(const HeartbeatEmitter&) = delete;
 
  private:
-  void Loop();
+  void Loop(StopSignal& stop);
   void EmitOnce();
 
   const Options options_;
   RelayMetrics* metrics_;
   std::unique_ptr<PgConnection> conn_;  // emitter thread only
   std::string last_error_;              // emitter thread only
-  StopSignal stop_;
-  std::thread thread_;  // last: starts after everything above
+  // Last: starts after everything above, stops before it is destroyed.
+  StoppableThread thread_{[this](StopSignal& stop) { Loop(stop); }};
 };
 
 }  // namespace outbox

@@ -34,20 +34,14 @@ SlotMonitorThread::SlotMonitorThread(const Config& config,
       connect_timeout_s_(static_cast<int>(config.postgres.connect_timeout_s)),
       metrics_(metrics),
       slot_marker_(slot_marker),
-      clock_(clock),
-      thread_([this] { Loop(); }) {}
-
-SlotMonitorThread::~SlotMonitorThread() {
-  stop_.Stop();
-  thread_.join();
-}
+      clock_(clock) {}
 
 // Every kSlotMonitorInterval, and at once when a session starts or ends
 // (checked every kSlotMonitorTick).
-void SlotMonitorThread::Loop() {
+void SlotMonitorThread::Loop(StopSignal& stop) {
   int64_t next_us = clock_->NowMicros();
   bool streaming = false;
-  while (!stop_.stopped()) {
+  while (!stop.stopped()) {
     const int64_t now_us = clock_->NowMicros();
     const bool now_streaming = metrics_ != nullptr && metrics_->streaming();
     if (now_us >= next_us || now_streaming != streaming) {
@@ -56,7 +50,7 @@ void SlotMonitorThread::Loop() {
       QueryOnce();
       next_us = clock_->NowMicros() + Micros(kSlotMonitorInterval);
     }
-    stop_.WaitFor(kSlotMonitorTick);
+    stop.WaitFor(kSlotMonitorTick);
   }
 }
 

@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -45,10 +44,9 @@ class SlotMonitorThread {
   SlotMonitorThread(const Config& config, RelayMetrics* metrics,
                     StoredSlotMarker* slot_marker,
                     const Clock* clock = RealClock());
-  ~SlotMonitorThread();
 
  private:
-  void Loop();
+  void Loop(StopSignal& stop);
   void QueryOnce();
   void CheckFailover();
   void Failed(const absl::Status& s,
@@ -69,8 +67,8 @@ class SlotMonitorThread {
   int64_t next_failover_check_us_ = 0;
   std::vector<std::string> failover_problems_;
   bool failover_unsupported_noted_ = false;
-  StopSignal stop_;
-  std::thread thread_;  // last: starts after everything above
+  // Last: starts after everything above, stops before it is destroyed.
+  StoppableThread thread_{[this](StopSignal& stop) { Loop(stop); }};
 };
 
 }  // namespace outbox
