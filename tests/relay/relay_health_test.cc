@@ -5,6 +5,7 @@
 #include "daemon/lifecycle.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kafka/rdkafka_sink.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 
@@ -70,18 +71,33 @@ TEST_F(RelayHealthTest, TheActiveInstanceIsActiveWhileStreaming) {
   EXPECT_THAT(Scrape(), HasSubstr("outbox_relay_role{role=\"draining\"} 1"));
 }
 
-// Exactly once, a Kafka commit blocks the loop up to the transaction
-// timeout (30 s) while Kafka is away: still alive. Fails on 6593be9, where
-// /healthz declared the loop dead after connect_timeout_s + 5 s.
+// Exactly once, a Kafka commit or abort (up to the producer's transaction
+// timeout) comes after the session's final flush (flush_timeout_ms): the
+// loop may be away for both, longer than the at-least-once window
+// (max(connect_timeout_s, flush_timeout_ms) + 5 s), and is still alive.
+// Fails on 6593be9, where /healthz declared the loop dead after
+// connect_timeout_s + 5 s, and whenever exactly once stops widening the
+// window.
 TEST_F(RelayHealthTest, AnExactlyOnceRelayWaitingOnAKafkaCommitIsAlive) {
-  config_.kafka.exactly_once = true;
   metrics_.role().Set(Role::kActive);
-  EXPECT_TRUE(Health(20 * kSecond).alive);
-  EXPECT_TRUE(Health(34 * kSecond).alive);
+  // A flush followed by a whole transaction timeout, just under the sum.
+  const int64_t flush_then_commit_us =
+      (config_.kafka.flush_timeout_ms + KafkaOptions{}.transaction_timeout_ms) *
+          1000 -
+      kSecond;
+  // At least once, that long is a wedged loop ...
+  ASSERT_GT(flush_then_commit_us, RelayAliveWindowUs(config_));
+  EXPECT_FALSE(Health(flush_then_commit_us).alive);
+  // ... exactly once, it is a commit waiting on Kafka.
+  config_.kafka.exactly_once = true;
+  EXPECT_TRUE(Health(flush_then_commit_us).alive);
+  // A connect timeout longer than the transaction timeout widens it too.
+  config_.postgres.connect_timeout_s = 60;
+  EXPECT_TRUE(Health((config_.kafka.flush_timeout_ms + 60'000) * 1000).alive);
   // A wedged loop is still found out.
-  HealthState h = Health(120 * kSecond);
+  HealthState h = Health(300 * kSecond);
   EXPECT_FALSE(h.alive);
-  EXPECT_THAT(h.detail, HasSubstr("has not turned for 120 s"));
+  EXPECT_THAT(h.detail, HasSubstr("has not turned for 300 s"));
 }
 
 TEST_F(RelayHealthTest, TheLifecycleMovesTheRole) {
