@@ -269,6 +269,23 @@ TEST_F(PrometheusE2ETest, ScrapesTheRelayEvaluatesTheRulesAndTheDashboard) {
       << prometheus_->Output();
   EXPECT_THAT(unhealthy, ::testing::IsEmpty());
   EXPECT_THAT(firing, ::testing::IsEmpty());
+  // OutboxRelayNoProgress cannot even go pending on a relay whose series
+  // is younger than its 10-minute window (this Prometheus started a
+  // minute ago): changes() over one or two samples is 0 while an event is
+  // in flight, which once made this test flaky. Its expression, as
+  // shipped, selects nothing now, whatever the lag is at this instant.
+  std::smatch no_progress;
+  ASSERT_TRUE(std::regex_search(
+      rules_yaml, no_progress,
+      std::regex("- alert: OutboxRelayNoProgress\\n\\s*expr: ([^\\n]+)")));
+  const std::string no_progress_expr = no_progress[1];
+  QueryResult stalled = Query(no_progress_expr);
+  EXPECT_EQ(stalled.status, "success") << stalled.error;
+  EXPECT_THAT(stalled.samples, ::testing::IsEmpty()) << no_progress_expr;
+  // The same expression without its age guard would be judged on a window
+  // of a few samples: the guard, not luck, keeps it empty.
+  EXPECT_THAT(no_progress_expr,
+              ::testing::HasSubstr("outbox_relay_confirmed_lsn offset 10m"));
 
   // The dashboard: every panel query runs, and each returns data (by now
   // rate()s over [1m] have at least two samples).
