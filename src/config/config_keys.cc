@@ -438,7 +438,7 @@ std::vector<ConfigKey> BuildKeys() {
   // http
   add(Global("http.listen", G(http.listen),
              "host:port for the status page (/), /status.json, /metrics, "
-             "/healthz and /readyz; empty disables")
+             "/healthz, /readyz and /activez; empty disables")
           .For(kDaemons));
   // log
   add(Global("log.format", G(log.format), "text | json").For(kDaemons));

@@ -205,6 +205,27 @@ TEST(CommandLineTest, PollerHelpListsOnlyThePollersCommandsFlagsAndKeys) {
   }
 }
 
+// http.listen's help names every endpoint the server answers
+// (http/metrics_server.h): /activez was once missing.
+TEST(CommandLineTest, HelpNamesEveryHttpEndpoint) {
+  for (Tool tool : {Tool::kRelay, Tool::kPoller}) {
+    const std::string help = HelpText(tool);
+    // The entry: its line, and the description lines indented under it.
+    const size_t at = help.find("http.listen = ");
+    ASSERT_NE(at, std::string::npos);
+    size_t end = help.find('\n', at);
+    while (end != std::string::npos &&
+           help.compare(end + 1, 6, "      ") == 0) {
+      end = help.find('\n', end + 1);
+    }
+    const std::string entry = help.substr(at, end - at);
+    for (const char* path : {"(/)", "/status.json", "/metrics", "/healthz",
+                             "/readyz", "/activez"}) {
+      EXPECT_THAT(entry, HasSubstr(path)) << ToolName(tool);
+    }
+  }
+}
+
 TEST(CommandLineTest, AuditHelpListsItsFlagsAndExitCodes) {
   auto [help, exits] = SplitExitStatus(HelpText(Tool::kAudit));
   EXPECT_THAT(help, HasSubstr("Usage: outbox-audit [flags]\n"));
