@@ -17,7 +17,10 @@ For the default values and every tests/helm/values/*.yaml: `helm lint
     period above kafka.flush_timeout_ms, http.listen on 0.0.0.0, every
     ${VAR} of the config provided by env or a Secret, selectors that
     match, the dashboard ConfigMap equal to docker/grafana's JSON;
-  * each rendered relay config accepted by outbox-relay's own parser.
+  * each rendered relay config accepted by outbox-relay's own parser;
+  * every container command a program the image installs (the paths
+    cmake/install.cmake gives the Debian package docker/Dockerfile
+    installs, its ENTRYPOINT among them).
 Then every tests/helm/invalid/*.yaml must FAIL (at render or a check) with
 the text its `# expect:` line names, and a copy of the tree whose docker
 rules file gained an alert (or a broken rule) must render it (or fail).
@@ -57,7 +60,7 @@ EXPECT = {
         "workloads": {"outbox-outbox-relay-orders": ("Deployment", 2)},
         "rule": True, "grace": 75, "secret": True},
     "poller.yaml": {"workloads": {"outbox-outbox-relay-app": ("Deployment", 1)},
-                    "rule": False, "command": "/usr/local/bin/outbox-poller"},
+                    "rule": False, "command": "/usr/bin/outbox-poller"},
     "databases.yaml": {"workloads": {
         "outbox-outbox-relay-orders": ("Deployment", 2),
         "outbox-outbox-relay-billing": ("Deployment", 2),
@@ -180,6 +183,28 @@ def pod_specs(docs):
             yield d, d["spec"]["template"]["spec"]
 
 
+def installed_programs(repo):
+    """The paths the image's programs have: the package (cpack, prefix
+    CPACK_PACKAGING_INSTALL_PREFIX) installs cmake/install.cmake's
+    `install(TARGETS ...)` to <prefix>/bin, and the Dockerfile installs
+    that package. Its ENTRYPOINT must be one of them too."""
+    with open(os.path.join(repo, "cmake/install.cmake")) as f:
+        install = f.read()
+    prefix = re.search(r"set\(CPACK_PACKAGING_INSTALL_PREFIX (\S+)\)", install).group(1)
+    targets = re.search(r"install\(TARGETS ([^)]*?)\s+RUNTIME DESTINATION \$\{CMAKE_INSTALL_BINDIR\}",
+                        install).group(1).split()
+    programs = {"%s/bin/%s" % (prefix, t) for t in targets}
+    with open(os.path.join(repo, "docker/Dockerfile")) as f:
+        dockerfile = f.read()
+    if not re.search(r"apt-get install[^&]*/tmp/outbox-relay\.deb", dockerfile):
+        raise SystemExit("docker/Dockerfile no longer installs the package: update installed_programs()")
+    entry = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.M).group(1))[0]
+    if entry not in programs:
+        raise SystemExit("docker/Dockerfile's ENTRYPOINT %s is none of the installed %s"
+                         % (entry, sorted(programs)))
+    return programs
+
+
 def check_config(tools, text):
     """The relay's own parser over a rendered config: `outbox-relay status`
     exits 2 on a bad config, before it connects (here to a closed port, so
@@ -228,6 +253,17 @@ def validate(tools, repo, docs):
     for d in docs:
         by_kind.setdefault(d["kind"], []).append(d)
     names = lambda kind: {d["metadata"]["name"]: d for d in by_kind.get(kind, [])}
+
+    # Every command a pod runs is a program the image installs.
+    programs = installed_programs(repo)
+    for w, pod in pod_specs(docs):
+        for c in pod.get("initContainers", []) + pod["containers"]:
+            path = (c.get("command") or [None])[0]
+            if path not in programs:
+                errors.append("%s/%s: container %s runs %s, which the image (docker/Dockerfile's "
+                              "package) does not install; it has %s"
+                              % (w["kind"], w["metadata"]["name"], c["name"], path,
+                                 ", ".join(sorted(programs))))
 
     for d in docs:
         what = "%s/%s" % (d.get("kind"), d.get("metadata", {}).get("name"))
@@ -374,6 +410,9 @@ def copy_tree(repo, dest):
     """The chart and the docker/ files it links to, same layout."""
     for rel in (CHART, "docker/prometheus", "docker/grafana/dashboards"):
         shutil.copytree(os.path.join(repo, rel), os.path.join(dest, rel), symlinks=True)
+    for rel in ("cmake/install.cmake", "docker/Dockerfile"):  # installed_programs()
+        os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+        shutil.copy(os.path.join(repo, rel), os.path.join(dest, rel))
     return os.path.join(dest, CHART)
 
 
