@@ -81,6 +81,8 @@ struct ServerInfo {
   bool in_recovery = false;            // pg_is_in_recovery(): a standby
   bool slot_failover = false;          // the slot has failover (17+)
   bool slot_failover_enabled = false;  // EnsureSlot() turned it on
+  // idle_replication_slot_timeout (18+) in seconds; 0: off or none.
+  int64_t idle_slot_timeout_s = 0;
 };
 
 class LibpqReplicationStream : public ReplicationStream {
