@@ -105,6 +105,10 @@ struct PostgresConfig {
   // heartbeat_timeout_s and nothing else arrived from the stream either.
   int64_t heartbeat_interval_s = 0;
   int64_t heartbeat_timeout_s = 60;
+  // The longest the relay may be down (both instances of a pair) without
+  // losing its slot: the start-up checks warn when PostgreSQL 18's
+  // idle_replication_slot_timeout would invalidate it sooner. 0: no check.
+  int64_t expected_outage_s = 86400;
 };
 
 // Column names of an outbox table; Debezium's Outbox Event Router defaults.

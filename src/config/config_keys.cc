@@ -172,6 +172,14 @@ std::vector<ConfigKey> BuildKeys() {
              "idle database. 0: no heartbeat")
           .Min(0)
           .For(kRelayOnly));
+  add(Global("postgres.expected_outage_s", G(postgres.expected_outage_s),
+             "the longest outage of the relay (every instance down) the slot "
+             "must survive: at start the relay warns when PostgreSQL 18's "
+             "idle_replication_slot_timeout is set and shorter, since the "
+             "server then invalidates a slot nobody streams from for that "
+             "long; 0: no check")
+          .Min(0)
+          .For(kRelayOnly));
   add(Global("postgres.heartbeat_timeout_s", G(postgres.heartbeat_timeout_s),
              "with heartbeats: /readyz fails when one has not come back for "
              "this long and nothing else arrived from the stream either (the "

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 #include "config/kafka_safety.h"
+#include "config/redact.h"
 #include "outbox/lsn.h"
 
 namespace outbox {
@@ -31,6 +32,13 @@ absl::Status ValidateConfig(const Config& c) {
         absl::StrCat("\"", c.postgres.slot,
                      "\" is not a slot name (1-63 of a-z, 0-9, _)"));
   }
+  for (const auto& [key, conninfo] :
+       {std::pair{"postgres.conninfo", &c.postgres.conninfo},
+        std::pair{"postgres.standby_conninfo", &c.postgres.standby_conninfo}}) {
+    if (absl::Status s = CheckConninfoSecrets(*conninfo); !s.ok()) {
+      return InvalidConfigValue(key, s.message());
+    }
+  }
   for (const auto& [key, value] :
        {std::pair{"kafka.topic_creation.partitions",
                   c.kafka.topic_creation.partitions},
@@ -45,6 +53,14 @@ absl::Status ValidateConfig(const Config& c) {
         "postgres.acknowledge_slot_loss",
         absl::StrCat("\"", c.postgres.acknowledge_slot_loss,
                      "\" is not an LSN (like 0/16B3748)"));
+  }
+  if (c.kafka.state_topic == c.kafka.checkpoint_topic) {
+    return InvalidConfigValue(
+        "kafka.state_topic",
+        absl::StrCat("\"", c.kafka.state_topic,
+                     "\" is kafka.checkpoint_topic too: slot markers and "
+                     "exactly-once checkpoints need topics of their own (each "
+                     "would read the other's records); name another"));
   }
   if (c.postgres.reconnect_backoff_max_ms <
       c.postgres.reconnect_backoff_initial_ms) {

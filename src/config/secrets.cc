@@ -83,7 +83,7 @@ absl::Status AddPassword(absl::string_view file_key,
                          absl::string_view conninfo_key,
                          const std::string& path, std::string* conninfo) {
   if (path.empty()) return absl::OkStatus();
-  if (RedactConninfo(*conninfo) != *conninfo) {
+  if (ConninfoHasPassword(*conninfo)) {
     return KeyError(file_key, absl::StrCat(conninfo_key,
                                            " holds a password already: "
                                            "remove one of the two"));

@@ -148,8 +148,8 @@ void StandbyProblems(const std::string& slot, const PrimaryFacts& primary,
 }  // namespace
 
 absl::StatusOr<std::vector<HostConninfo>> SplitHosts(
-    const std::string& conninfo) {
-  ASSIGN_OR_RETURN(auto pairs, PgConnection::ParseConninfo(conninfo));
+    const std::string& conninfo, absl::string_view what) {
+  ASSIGN_OR_RETURN(auto pairs, PgConnection::ParseConninfo(conninfo, what));
   std::vector<std::string> hosts, addrs, ports;
   std::vector<std::string> rest;
   for (const auto& [key, value] : pairs) {
@@ -364,7 +364,10 @@ absl::StatusOr<FailoverReport> CheckFailoverReadiness(
   std::vector<HostConninfo> standbys;
   for (const std::string* c : {&options.conninfo, &options.standby_conninfo}) {
     if (c->empty() && c == &options.standby_conninfo) continue;
-    ASSIGN_OR_RETURN(std::vector<HostConninfo> hosts, SplitHosts(*c));
+    ASSIGN_OR_RETURN(
+        std::vector<HostConninfo> hosts,
+        SplitHosts(*c, c == &options.conninfo ? "postgres.conninfo"
+                                              : "postgres.standby_conninfo"));
     // One host in postgres.conninfo is the primary itself.
     if (c == &options.conninfo && hosts.size() < 2) continue;
     standbys.insert(standbys.end(), hosts.begin(), hosts.end());

@@ -41,9 +41,9 @@ struct HostConninfo {
 // Splits `conninfo` per host (host or hostaddr lists, with one port for
 // all or one per host). A conninfo without hosts gives one entry with the
 // conninfo unchanged and node "". InvalidArgument when the port list does
-// not match, FailedPrecondition when libpq cannot parse it.
+// not match, FailedPrecondition naming `what` when libpq cannot parse it.
 absl::StatusOr<std::vector<HostConninfo>> SplitHosts(
-    const std::string& conninfo);
+    const std::string& conninfo, absl::string_view what = "postgres.conninfo");
 
 // Whether a conninfo (a standby's primary_conninfo) sets dbname.
 bool ConninfoHasDbname(const std::string& conninfo);

@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "outbox/clock.h"
 #include "outbox/status_macros.h"
+#include "pg/server_checks.h"
 #include "pg/slot_loss.h"
 #include "pg/wal_protocol.h"
 
@@ -88,21 +89,30 @@ absl::Status LibpqReplicationStream::CheckServer() {
     ASSIGN_OR_RETURN(server_.xlogpos, ParseLsn(PgConnection::Value(res, 0, 2)));
     server_.dbname = PgConnection::Value(res, 0, 3);
   }
-  ASSIGN_OR_RETURN(PgResult res,
-                   db_->Query("SELECT current_setting('wal_level'), "
-                              "current_setting('server_version'), "
-                              "current_setting('server_version_num')::int, "
-                              "pg_is_in_recovery()"));
-  std::string wal_level = PgConnection::Value(res, 0, 0);
+  // effective_wal_level: PostgreSQL 19; idle_replication_slot_timeout: 18.
+  // NULL where the server has no such setting.
+  ASSIGN_OR_RETURN(
+      PgResult res,
+      db_->Query("SELECT current_setting('wal_level'), "
+                 "current_setting('server_version'), "
+                 "current_setting('server_version_num')::int, "
+                 "pg_is_in_recovery(), "
+                 "current_setting('effective_wal_level', true), "
+                 "extract(epoch FROM current_setting("
+                 "'idle_replication_slot_timeout', true)::interval)::bigint"));
+  WalLevelReport wal;
+  wal.wal_level = PgConnection::Value(res, 0, 0);
   server_.version = PgConnection::Value(res, 0, 1);
   server_.version_num = atoi(PgConnection::Value(res, 0, 2).c_str());
   server_.in_recovery = PgConnection::Value(res, 0, 3) == "t";
-  if (wal_level != "logical") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "wal_level is '", wal_level,
-        "' but logical decoding needs wal_level = logical: run ALTER SYSTEM "
-        "SET wal_level = logical; and restart PostgreSQL"));
+  wal.in_recovery = server_.in_recovery;
+  if (!PgConnection::IsNull(res, 0, 4)) {
+    wal.effective_wal_level = PgConnection::Value(res, 0, 4);
   }
+  if (!PgConnection::IsNull(res, 0, 5)) {
+    server_.idle_slot_timeout_s = atoll(PgConnection::Value(res, 0, 5).c_str());
+  }
+  RETURN_IF_ERROR(CheckLogicalDecoding(wal));
   return options_.plugin->Prepare(*db_, PluginInfo());
 }
 
@@ -147,14 +157,16 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                        "SELECT plugin, slot_type, database, active_pid, "
                        "confirmed_flush_lsn, restart_lsn, wal_status, "
                        // NULL before 17, which has no failover column.
-                       "to_jsonb(s) ->> 'failover' FROM "
+                       "to_jsonb(s) ->> 'failover', "
+                       // NULL before 17, which has no invalidation_reason.
+                       "to_jsonb(s) ->> 'invalidation_reason' FROM "
                        "pg_catalog.pg_replication_slots s WHERE slot_name = ",
                        db_->Literal(options_.slot))));
   if (PgConnection::Rows(res) == 0) {
     if (!options_.create_slot) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("replication slot \"", options_.slot,
-                       "\" does not exist and postgres.create_slot is false"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "replication slot \"", options_.slot, "\" does not exist: create it ",
+          CreateSlotByHand(options_.slot, SlotPluginOf())));
     }
     if (options_.slot_marker != nullptr) {
       RETURN_IF_ERROR(options_.slot_marker->CheckCreate(server_));
@@ -210,7 +222,8 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
   if (PgConnection::Value(res, 0, 6) == "lost") {
     return absl::FailedPreconditionError(SlotInvalidatedMessage(
         options_.slot, SlotPluginOf(), server_.slot_confirmed_flush,
-        options_.create_slot, "pg_replication_slots.wal_status is 'lost'"));
+        options_.create_slot, "pg_replication_slots.wal_status is 'lost'",
+        PgConnection::Value(res, 0, 8)));
   }
   if (!PgConnection::IsNull(res, 0, 3)) {
     return SlotInUse(

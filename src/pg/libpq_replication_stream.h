@@ -4,13 +4,15 @@
 //
 // Connect() opens the connection and checks every precondition the relay
 // needs, turning each failure into one actionable line:
-//   FailedPrecondition  wal_level not logical, the plugin not allowed by
+//   FailedPrecondition  wal_level not logical (on 19: not replica or
+//                       logical; CheckLogicalDecoding), the plugin not allowed by
 //                       output_plugin_libraries or not installed, or its
 //                       setup missing (pgoutput's publication), no
 //                       REPLICATION privilege, slot missing (create_slot off,
 //                       or the SlotMarker refuses to create it anew), slot
 //                       made with another plugin or for another database,
-//                       slot invalidated (wal_status lost), outbox table or
+//                       slot invalidated (wal_status lost, in the words of
+//                       its invalidation_reason), outbox table or
 //                       column missing
 //   Unavailable         server unreachable, or the slot is held by another
 //                       process (a hot standby waits on this and retries)
@@ -81,6 +83,8 @@ struct ServerInfo {
   bool in_recovery = false;            // pg_is_in_recovery(): a standby
   bool slot_failover = false;          // the slot has failover (17+)
   bool slot_failover_enabled = false;  // EnsureSlot() turned it on
+  // idle_replication_slot_timeout (18+) in seconds; 0: off or none.
+  int64_t idle_slot_timeout_s = 0;
 };
 
 class LibpqReplicationStream : public ReplicationStream {

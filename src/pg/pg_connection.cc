@@ -36,9 +36,7 @@ absl::Status Parse(const std::string& conninfo, absl::string_view what,
   char* error = nullptr;
   *parsed = PQconninfoParse(conninfo.c_str(), &error);
   if (*parsed != nullptr) return absl::OkStatus();
-  // A conninfo libpq cannot parse never will: no retry.
-  absl::Status st = absl::FailedPreconditionError(absl::StrCat(
-      "invalid ", what, ": ", OneLine(error ? error : "out of memory")));
+  absl::Status st = ConninfoParseError(what, error ? error : "out of memory");
   PQfreemem(error);
   return st;
 }
@@ -59,6 +57,41 @@ bool IsTlsOrCredentialRefusal(absl::string_view msg) {
 }
 
 }  // namespace
+
+bool IsConninfoParseError(absl::string_view libpq_message) {
+  for (absl::string_view m :
+       {"in connection info string", "invalid connection option", "invalid URI",
+        "in URI", "percent-encoded", "URI query parameter"}) {
+    if (absl::StrContains(libpq_message, m)) return true;
+  }
+  return false;
+}
+
+absl::Status ConninfoParseError(absl::string_view what,
+                                absl::string_view libpq_message) {
+  // libpq quotes the words around the fault, which may be a password's:
+  // only the kind of fault is told.
+  absl::string_view kind = "see libpq's connection string syntax";
+  if (absl::StrContains(libpq_message, "missing \"=\"")) {
+    kind =
+        "a word with no \"=\" after it: an unquoted value ends at a space, "
+        "so quote a value that holds one ('...'); a password belongs in "
+        "postgres.password_file or PGPASSWORD";
+  } else if (absl::StrContains(libpq_message, "unterminated quoted string")) {
+    kind = "a quote that is not closed";
+  } else if (absl::StrContains(libpq_message, "invalid connection option")) {
+    kind = "a keyword libpq does not know (check each keyword's spelling)";
+  } else if (absl::StrContains(libpq_message, "URI")) {
+    kind =
+        "a URI libpq cannot read (percent-encode reserved characters in the "
+        "user name and password)";
+  } else if (absl::StrContains(libpq_message, "out of memory")) {
+    kind = "out of memory";
+  }
+  // A conninfo libpq cannot parse never will: no retry.
+  return absl::FailedPreconditionError(
+      absl::StrCat("invalid ", what, ": libpq cannot parse it: ", kind));
+}
 
 void PgResultDeleter::operator()(pg_result* r) const { PQclear(r); }
 
@@ -166,8 +199,11 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(
       PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
   if (conn == nullptr) return absl::ResourceExhaustedError("out of memory");
   if (PQstatus(conn) != CONNECTION_OK) {
-    absl::Status st = ClassifyServerError("cannot connect to PostgreSQL",
-                                          PQerrorMessage(conn));
+    const char* message = PQerrorMessage(conn);
+    absl::Status st =
+        IsConninfoParseError(message)
+            ? ConninfoParseError("postgres.conninfo", message)
+            : ClassifyServerError("cannot connect to PostgreSQL", message);
     PQfinish(conn);
     return st;
   }

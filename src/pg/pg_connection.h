@@ -15,7 +15,8 @@
 // database, a missing privilege or the REPLICATION attribute, TLS failures
 // (a certificate that fails verification either way, an unreadable key, no
 // TLS under sslmode=require), a missing password, and a conninfo libpq
-// cannot parse are FailedPrecondition (an operator must act); anything
+// cannot parse (ConninfoParseError: never libpq's words, which quote the
+// conninfo) are FailedPrecondition (an operator must act); anything
 // else, a lost connection above all, is Unavailable (retry).
 //
 // Threading: one thread uses an instance. Only this module and the
@@ -60,6 +61,16 @@ std::string OneLine(absl::string_view text);
 // as "<context>: <message>".
 absl::Status ClassifyServerError(absl::string_view context,
                                  absl::string_view message);
+
+// True for libpq's words on a conninfo it cannot parse ("missing \"=\"
+// after ...", "invalid URI ...", "invalid percent-encoded token ...").
+bool IsConninfoParseError(absl::string_view libpq_message);
+
+// FailedPrecondition "invalid <what>: libpq cannot parse it: <the kind of
+// fault>". Never libpq's own text: it quotes the conninfo around the fault,
+// which may be part of a password.
+absl::Status ConninfoParseError(absl::string_view what,
+                                absl::string_view libpq_message);
 
 class PgConnection {
  public:

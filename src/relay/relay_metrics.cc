@@ -181,11 +181,15 @@ void RelayMetrics::SetKafkaBlocked(bool authorization,
   kafka_blocked_topic_ = std::string(topic);
 }
 
+void RelayMetrics::ClearKafkaBlocked() {
+  kafka_blocked_topic_.clear();
+  kafka_blocked_authorization_->Set(0);
+  kafka_blocked_unknown_topic_->Set(0);
+}
+
 void RelayMetrics::OnDelivered(absl::string_view topic, int64_t value_bytes) {
   if (!kafka_blocked_topic_.empty() && topic == kafka_blocked_topic_) {
-    kafka_blocked_topic_.clear();
-    kafka_blocked_authorization_->Set(0);
-    kafka_blocked_unknown_topic_->Set(0);
+    ClearKafkaBlocked();
   }
   auto it = topics_.find(topic);
   if (it == topics_.end()) {

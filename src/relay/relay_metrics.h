@@ -138,8 +138,14 @@ class RelayMetrics : public PipelineObserver {
   // Supervisor thread (the relay's too): a session ended on a missing
   // Kafka ACL (`authorization`) or topic (else): outbox_relay_kafka_blocked
   // {reason="authorization"|"unknown_topic"} is 1 until a record is
-  // delivered to `topic` again (OnDelivered), which the alert waits for.
+  // delivered to `topic` again (OnDelivered), which the alert waits for,
+  // or ClearKafkaBlocked().
   void SetKafkaBlocked(bool authorization, absl::string_view topic);
+  // Supervisor thread: nothing blocks this instance any more although no
+  // record reached the topic through it: the relay created the missing
+  // topic, or the instance is a standby (another instance streams, and
+  // reports its own block if it meets one).
+  void ClearKafkaBlocked();
   // Slot monitor thread.
   void SetSlot(const SlotStatus& slot);
   void OnSlotMonitorError();

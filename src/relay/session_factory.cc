@@ -8,6 +8,7 @@
 #include "kafka/checkpoint_reader.h"
 #include "kafka/checkpoint_topic.h"
 #include "outbox/status_macros.h"
+#include "pg/server_checks.h"
 
 namespace outbox {
 namespace {
@@ -68,6 +69,14 @@ absl::StatusOr<Session> SessionFactory::Open() {
   if (server.slot_failover_enabled) {
     Log(Severity::kInfo, "enabled failover on the replication slot",
         {{"slot", config_.postgres.slot}});
+  }
+  // Once per value: a slot nobody streams from is invalidated after it.
+  if (server.idle_slot_timeout_s != idle_timeout_warned_s_) {
+    idle_timeout_warned_s_ = server.idle_slot_timeout_s;
+    if (std::optional<std::string> warning = IdleSlotTimeoutWarning(
+            server.idle_slot_timeout_s, config_.postgres.expected_outage_s)) {
+      Log(Severity::kWarn, *warning, {{"slot", config_.postgres.slot}});
+    }
   }
   KafkaOptions session_kafka = kafka_;
   if (config_.kafka.exactly_once) {

@@ -77,6 +77,8 @@ class SessionFactory {
   // before the first, the server the slot marker recorded.
   std::optional<ServerIdentity> previous_server_;
   bool first_session_ = true;
+  // The idle_replication_slot_timeout last warned about (0: none).
+  int64_t idle_timeout_warned_s_ = 0;
   // Exactly once: events Kafka refused inside an aborted transaction, to
   // dead-letter when the next session replays them.
   RefusedEvents refused_;

@@ -158,6 +158,10 @@ class RelaySupervisor {
     end.stage = factory_->failed_stage();
     end.status = s;
     end.slot_held_elsewhere = IsSlotInUse(s);
+    // A standby: what blocks Kafka is the active instance's to report.
+    if (end.slot_held_elsewhere && metrics_ != nullptr) {
+      metrics_->ClearKafkaBlocked();
+    }
     const Disposition d = Dispose(end);
     const bool exiting = d.action == Disposition::Action::kStop;
     // Another instance holding the slot is a standby's normal state.
@@ -253,6 +257,8 @@ class RelaySupervisor {
           kafka_, config_.kafka.topic_creation, end.blocked_topic,
           static_cast<int>(config_.kafka.flush_timeout_ms));
       d = AfterTopicCreation(end, created, &s);
+      // The topic exists now: no longer blocked, whoever delivers to it.
+      if (created.ok() && metrics_ != nullptr) metrics_->ClearKafkaBlocked();
     }
     switch (d.action) {
       case Disposition::Action::kStop:

@@ -438,6 +438,55 @@ kafka:
   EXPECT_THAT(c.Redacted(), Not(HasSubstr("STANDBYPW")));
 }
 
+// Issue 32 item 10: libpq ends an unquoted value at a space and reads the
+// rest as keywords, so a password with a space is masked up to the next of
+// libpq's keywords, never just to the space.
+TEST(ConfigTest, RedactedMasksAnUnquotedPasswordUpToTheNextKeyword) {
+  Config c;
+  c.postgres.conninfo = "host=db password=PWONE PWTWO PW=THREE  user=relay";
+  std::string r = c.Redacted();
+  for (const char* part : {"PWONE", "PWTWO", "THREE"}) {
+    EXPECT_THAT(r, Not(HasSubstr(part))) << r;
+  }
+  EXPECT_THAT(r, HasSubstr("postgres.conninfo: host=db password=****  "
+                           "user=relay"));
+  c.postgres.conninfo = "password=A B sslmode = require";
+  EXPECT_THAT(c.Redacted(),
+              HasSubstr("postgres.conninfo: password=**** sslmode = require"));
+  c.postgres.conninfo = "host=db password=ESC\\ APED user=u";
+  EXPECT_THAT(c.Redacted(), HasSubstr("host=db password=**** user=u"));
+  c.postgres.conninfo = "host=db sslpassword=KEY PASS";
+  EXPECT_THAT(c.Redacted(), HasSubstr("host=db sslpassword=****\n"));
+  c.postgres.conninfo = "host=db oauth_client_secret=OAUTHSECRET";
+  EXPECT_THAT(c.Redacted(), Not(HasSubstr("OAUTHSECRET")));
+}
+
+// Issue 32 item 13: the two compacted topics cannot be one: each would
+// read the other's records (a DataLoss exit).
+TEST(ConfigTest, StateTopicEqualToCheckpointTopicIsRefused) {
+  absl::StatusOr<Config> c =
+      Load({"--set", "kafka.state_topic=relay.meta", "--set",
+            "kafka.checkpoint_topic=relay.meta"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("\"kafka.state_topic\": \"relay.meta\" is "
+                        "kafka.checkpoint_topic too"));
+  EXPECT_TRUE(Load({"--set", "kafka.state_topic=a", "--set",
+                    "kafka.checkpoint_topic=b"})
+                  .ok());
+}
+
+// Issue 32 item 11: the outage the slot must survive, one day by default.
+TEST(ConfigTest, ExpectedOutage) {
+  absl::StatusOr<Config> c = Load({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->postgres.expected_outage_s, 86400);
+  c = Load({"--set", "postgres.expected_outage_s=0"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->postgres.expected_outage_s, 0);
+  EXPECT_FALSE(Load({"--set", "postgres.expected_outage_s=-1"}).ok());
+}
+
 // Each tool's --help lists exactly the keys it uses, with their defaults.
 TEST(ConfigTest, HelpTextMentionsEveryKeyOfItsToolAndDefault) {
   Config defaults;

@@ -162,5 +162,55 @@ TEST_F(SecretsTest, FileErrorsNameTheKey) {
       HasSubstr("postgres.standby_conninfo is empty"));
 }
 
+// Issue 32 item 10: password=${PGPASSWORD} (the Kubernetes page's pattern)
+// with a password holding a space. libpq ends the unquoted value at the
+// space and reads the rest as keywords; its parse error quoted them.
+TEST_F(SecretsTest, APasswordWithASpaceIsRefusedAtLoadWithoutItsParts) {
+  setenv("OUTBOX_T_SPACED", "FIRSTPART SECONDPART THIRDPART", 1);
+  absl::StatusOr<Config> c = LoadYaml(
+      "postgres: {conninfo: \"host=db user=relay "
+      "password=${OUTBOX_T_SPACED} dbname=app\"}\n");
+  unsetenv("OUTBOX_T_SPACED");
+  ASSERT_FALSE(c.ok());
+  const std::string msg(c.status().message());
+  for (const char* part : {"FIRSTPART", "SECONDPART", "THIRDPART"}) {
+    EXPECT_THAT(msg, Not(HasSubstr(part))) << msg;
+  }
+  EXPECT_THAT(msg, HasSubstr("\"postgres.conninfo\": its password holds a "
+                             "space"));
+  EXPECT_THAT(msg, HasSubstr("postgres.password_file"));
+  EXPECT_THAT(msg, HasSubstr("PGPASSWORD"));
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  // The standby's conninfo too; an unclosed quote as well.
+  c = Load({"--set", "postgres.standby_conninfo=host=s password=a b"});
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("\"postgres.standby_conninfo\": its password"));
+  c = Load({"--pg", "host=db password='abc"});
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("its password opens a quote it does not close"));
+  EXPECT_THAT(c.status().message(), Not(HasSubstr("abc")));
+  // Quoted or escaped, a space is fine.
+  EXPECT_TRUE(Load({"--pg", "host=db password='a b' user=u"}).ok());
+  EXPECT_TRUE(Load({"--pg", "host=db password=a\\ b user=u"}).ok());
+}
+
+// Issue 32 item 13: a client key passphrase is not a password.
+TEST_F(SecretsTest, PasswordFileWithAnSslPasswordInTheConninfo) {
+  std::string file = WriteFile("pg-password-2", "PWFROMFILE\n");
+  absl::StatusOr<Config> c =
+      Load({"--pg", "host=db sslkey=k.key sslpassword=KEYPASS", "--set",
+            absl::StrCat("postgres.password_file=", file)});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->postgres.conninfo,
+            "host=db sslkey=k.key sslpassword=KEYPASS password='PWFROMFILE'");
+  // A password given both ways is still refused.
+  c = Load({"--pg", "host=db password=x sslpassword=y", "--set",
+            absl::StrCat("postgres.password_file=", file)});
+  EXPECT_THAT(c.status().message(), HasSubstr("holds a password already"));
+  c = Load({"--pg", "postgresql://u:x@db/app", "--set",
+            absl::StrCat("postgres.password_file=", file)});
+  EXPECT_THAT(c.status().message(), HasSubstr("holds a password already"));
+}
+
 }  // namespace
 }  // namespace outbox

@@ -14,6 +14,7 @@ namespace {
 
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ConnectionOptionsTest : public ::testing::Test {
  protected:
@@ -78,6 +79,37 @@ TEST_F(ConnectionOptionsTest, UnparsableConninfoIsAPrecondition) {
     EXPECT_THAT(std::string(o.status().message()),
                 HasSubstr("invalid postgres.conninfo"));
   }
+}
+
+// Issue 32 item 10: libpq's parse errors quote the conninfo around the
+// fault ("missing \"=\" after \"SECONDPART\" ...", "invalid percent-encoded
+// token: \"...\""), which may be a password's: the error tells the kind of
+// fault only, in the log and on the status page alike.
+TEST_F(ConnectionOptionsTest, ParseErrorsNeverEchoTheConninfo) {
+  for (const char* conninfo :
+       {"host=db password=FIRSTPART SECONDPART THIRDPART",
+        "host=db password=FIRSTPART SECONDPART=THIRDPART",
+        "host=db password='FIRSTPART SECONDPART",
+        "postgresql://relay:FIRSTPART%zzSECONDPART@db/app"}) {
+    for (absl::Status st :
+         {PgConnection::MergedOptions(conninfo, "").status(),
+          PgConnection::ParseConninfo(conninfo).status(),
+          PgConnection::Connect({conninfo, "test", 1}).status()}) {
+      ASSERT_FALSE(st.ok()) << conninfo;
+      EXPECT_TRUE(absl::IsFailedPrecondition(st)) << st;
+      const std::string msg(st.message());
+      EXPECT_THAT(msg, HasSubstr("invalid postgres.conninfo: libpq cannot "
+                                 "parse it: "));
+      for (const char* part : {"FIRSTPART", "SECONDPART", "THIRDPART"}) {
+        EXPECT_THAT(msg, Not(HasSubstr(part))) << msg;
+      }
+    }
+  }
+  EXPECT_THAT(std::string(PgConnection::ParseConninfo(
+                              "host=db password=FIRSTPART SECONDPART")
+                              .status()
+                              .message()),
+              HasSubstr("quote a value that holds one"));
 }
 
 TEST(OneLineTest, DropsTheSeverityAndJoinsLines) {

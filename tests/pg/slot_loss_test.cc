@@ -27,6 +27,50 @@ TEST(SlotLossTest, RecognisesTheServersInvalidationErrors) {
   EXPECT_FALSE(IsSlotInvalidatedError(
       "START_REPLICATION failed: replication slot \"s\" is active for PID 42"));
   EXPECT_FALSE(IsSlotInvalidatedError("requested WAL segment"));
+  // PostgreSQL 18's words for any invalidated slot (issue 32 item 11).
+  EXPECT_TRUE(IsSlotInvalidatedError(
+      "START_REPLICATION failed: can no longer access replication slot "
+      "\"outbox_relay\" DETAIL: This replication slot has been invalidated "
+      "due to \"idle_timeout\"."));
+}
+
+// Issue 32 item 11: each invalidation_reason says its own cause; an idle
+// timeout is not WAL removal.
+TEST(SlotLossTest, EachInvalidationReasonHasItsOwnWords) {
+  std::string idle =
+      SlotInvalidatedMessage("s", {"wal2json", ""}, 0x10, true,
+                             "wal_status is 'lost'", "idle_timeout");
+  EXPECT_THAT(idle,
+              AllOf(HasSubstr("replication slot \"s\" was invalidated: "
+                              "nobody streamed from it for longer than "
+                              "idle_replication_slot_timeout"),
+                    HasSubstr("postgres.expected_outage_s"),
+                    HasSubstr("docs/operations/runbooks.md#slot-idle-timeout"),
+                    HasSubstr("events committed after 0/10 are in no "
+                              "slot"),
+                    Not(HasSubstr("max_slot_wal_keep_size"))));
+  EXPECT_EQ(idle.find('\n'), std::string::npos);
+  for (const char* wal : {"", "wal_removed"}) {
+    EXPECT_THAT(
+        SlotInvalidatedMessage("s", {"wal2json", ""}, 0x10, true, "x", wal),
+        HasSubstr("removed WAL it still needed "
+                  "(max_slot_wal_keep_size)"));
+  }
+  EXPECT_THAT(SlotInvalidatedMessage("s", {"wal2json", ""}, 0x10, true, "x",
+                                     "rows_removed"),
+              HasSubstr("removed catalog rows"));
+}
+
+// Issue 32 item 13: the way to create the slot by hand, shared by the
+// lost-slot refusal and the missing slot under create_slot: false.
+TEST(SlotLossTest, CreateSlotByHandNamesPluginAndPublication) {
+  EXPECT_EQ(CreateSlotByHand("s", {"wal2json", ""}),
+            "(SELECT pg_create_logical_replication_slot('s', 'wal2json'); "
+            "postgres.create_slot is false)");
+  EXPECT_EQ(CreateSlotByHand("s", {"pgoutput", "pub"}),
+            "(SELECT pg_create_logical_replication_slot('s', 'pgoutput'); "
+            "postgres.create_slot is false; it streams publication \"pub\", "
+            "which must still exist)");
 }
 
 TEST(SlotLossTest, InvalidatedMessageNamesSlotLsnAndFix) {

@@ -152,6 +152,39 @@ TEST_F(FailoverSlotE2ETest, FailoverSlotFalseLeavesTheSlotAlone) {
   EXPECT_THAT(relay_->Output(), Not(HasSubstr("failover not safe")));
 }
 
+// Issue 32 item 10: a conninfo libpq cannot parse, reached while the relay
+// runs (the failover check reads postgres.standby_conninfo), must not put
+// libpq's words in the log or the status page's last error: they quote
+// the conninfo around the fault, here the password ("invalid
+// percent-encoded token: \"...\"").
+TEST_F(FailoverSlotE2ETest, AnUnparsableStandbyConninfoShowsNoPassword) {
+  StartRelay({"--set",
+              "postgres.standby_conninfo=postgresql://postgres:"
+              "FIRSTPART%zzSECONDPART@127.0.0.1:1/postgres"});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  ASSERT_TRUE(WaitOutput("cannot check failover readiness"))
+      << relay_->Output();
+  int code = 0;
+  std::string status;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        status = RelayHttpGet(*relay_, "/status.json", &code);
+        return status.find("cannot check failover readiness") !=
+               std::string::npos;
+      },
+      30000))
+      << status;
+  EXPECT_THAT(status, HasSubstr("invalid postgres.standby_conninfo: libpq "
+                                "cannot parse it"));
+  const std::string out = relay_->Output();
+  for (const char* part : {"FIRSTPART", "SECONDPART", "%zz"}) {
+    EXPECT_THAT(status, Not(HasSubstr(part))) << status;
+    EXPECT_THAT(out, Not(HasSubstr(part))) << out;
+  }
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+}
+
 TEST_F(FailoverSlotE2ETest, StandbysOfAMultiHostConninfoAreChecked) {
   // A second host that is down, and a physical slot named in
   // synchronized_standby_slots that no standby streams from.

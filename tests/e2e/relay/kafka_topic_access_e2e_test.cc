@@ -182,6 +182,47 @@ TEST_F(KafkaTopicAccessE2ETest, AMissingAclStallsUntilItIsGranted) {
   EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
 }
 
+// Issue 32 item 13: an instance blocked on a missing topic that another
+// instance then takes over from is a standby: the block is no longer its
+// to report, though it never delivers to that topic itself. Its gauge went
+// on saying 1 (and the alert firing) for as long as it stayed standby.
+TEST_F(KafkaTopicAccessE2ETest, ABlockedInstanceThatBecomesStandbyClearsIt) {
+  // A: blocked, then waiting a minute before it tries the slot again.
+  StartRelayOn(false, {"--set", "postgres.reconnect_backoff_initial_ms=60000",
+                       "--set", "postgres.reconnect_backoff_max_ms=60000"});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  const std::string id = "00000000-0000-4000-8000-000000003213";
+  InsertEvent(id);
+  ASSERT_TRUE(WaitUntil([&] { return Series(kBlockedUnknown) == 1; }, 60000))
+      << relay_->Output();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return db_->Scalar(
+                   "SELECT count(*) FROM pg_replication_slots WHERE "
+                   "slot_name = '" +
+                   slot_ + "' AND active") == "0";
+      },
+      30000));
+  // B takes the slot while A waits and delivers the event once the topic
+  // exists.
+  ASSERT_TRUE(CreateTopic(plaintext_, topic_, 1, {}).ok());
+  auto args = RelayArgs();
+  args[4] = plaintext_;
+  auto b = Process::Start(args, dir_ + "/relay_b.log");
+  std::vector<KafkaMessage> got = ConsumeAll(plaintext_, {topic_}, 1, 60000);
+  ASSERT_EQ(got.size(), 1u) << b->Output();
+  EXPECT_EQ(got[0].Header("id"), id);
+  EXPECT_THAT(b->Output(), HasSubstr("streaming"));
+  // A finds the slot held by B: a standby, no longer blocked.
+  EXPECT_TRUE(WaitUntil([&] { return Series(kBlockedUnknown) == 0; }, 150000))
+      << relay_->Output();
+  EXPECT_THAT(relay_->Output(), HasSubstr("is in use by process"));
+  b->Signal(SIGTERM);
+  EXPECT_EQ(b->Wait(30000), 0) << b->Output();
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+}
+
 // Item 9: kafka.topic_creation creates the missing topic with the
 // configured partitions and topic configs (broker auto-create off).
 TEST_F(KafkaTopicAccessE2ETest, TopicCreationCreatesTheMissingTopic) {

@@ -135,7 +135,12 @@ TEST_F(SlotLifeTest, AnotherSystemIdentifierIsNamed) {
 }
 
 TEST_F(SlotLifeTest, CreateSlotFalseNeverCreatesNorKeepsAMarker) {
-  ExpectRefusal("postgres.create_slot is false",
+  // The refusal gives the command that creates the slot (issue 32 item 13),
+  // as the slot-loss refusal does.
+  ExpectRefusal("replication slot \"" + slot_ +
+                    "\" does not exist: create it (SELECT "
+                    "pg_create_logical_replication_slot('" +
+                    slot_ + "', 'wal2json'); postgres.create_slot is false)",
                 {"--set", "postgres.create_slot=false"});
   EXPECT_EQ(SlotCount(db_.get()), "0");
   EXPECT_FALSE(std::filesystem::exists(StateDir()));
@@ -225,6 +230,88 @@ TEST_F(SlotLifeTest, AnInvalidatedSlotIsAClearStop) {
   insert("00000000-0000-4000-8000-00000000c002");
   EXPECT_EQ(ConsumeAll(env_->kafka_brokers(), {topic_}, 2, 30000).size(), 2u)
       << relay_->Output();
+  relay_.reset();
+  db.reset();
+  RunScript("pg.sh stop " + pgdir);
+}
+
+// Issue 32 item 11, on a PostgreSQL 18 of its own: the start-up checks
+// warn that idle_replication_slot_timeout is shorter than
+// postgres.expected_outage_s; then, with every relay down for longer than
+// it, a checkpoint invalidates the slot (invalidation_reason
+// idle_timeout), and the relay refuses it with its own words, not those of
+// removed WAL. 18.4's timeout is in seconds (the betas' was in minutes):
+// ten of them, then a CHECKPOINT, produce a real invalidation; nothing of
+// it is simulated.
+TEST_F(SlotLifeTest, AnIdleTimeoutIsWarnedOfAndRefusedInItsOwnWords) {
+  const std::string pgdir = TempDir("pg18_idle") + "/pg";
+  const std::string conninfo = StartPgCluster(18, pgdir);
+  ASSERT_FALSE(conninfo.empty());
+  auto db = PgConn::Connect(conninfo);
+  ASSERT_NE(db, nullptr);
+  ASSERT_THAT(db->Scalar("SHOW server_version_num"),
+              ::testing::StartsWith("18"));
+  db->Exec("ALTER SYSTEM SET idle_replication_slot_timeout = '10s'");
+  db->Exec("SELECT pg_reload_conf()");
+  ASSERT_TRUE(WaitUntil(
+      [&] { return db->Scalar("SHOW idle_replication_slot_timeout") == "10s"; },
+      10000));
+  db->Exec(ReadFile(std::string(getenv("OUTBOX_ROOT")) + "/sql/outbox.sql"));
+  db->Exec("CREATE TABLE public." + table_ +
+           " (LIKE public.outbox INCLUDING ALL)");
+  auto args = RelayArgs();
+  args[2] = conninfo;
+  args.insert(args.end(), {"--set", "postgres.plugin=pgoutput", "--set",
+                           "postgres.publication=" + slot_ + "_pub"});
+  auto slot = [&](const std::string& column) {
+    return db->Scalar("SELECT " + column +
+                      " FROM pg_replication_slots WHERE slot_name = '" + slot_ +
+                      "'");
+  };
+  relay_ = Process::Start(args, dir_ + "/relay.log");
+  ASSERT_TRUE(WaitUntil([&] { return slot("active") == "t"; }, 30000))
+      << relay_->Output();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return relay_->Output().find(
+                   "idle_replication_slot_timeout is 10 s, shorter than "
+                   "postgres.expected_outage_s (86400 s)") != std::string::npos;
+      },
+      30000))
+      << relay_->Output();
+  db->Exec("INSERT INTO public." + table_ +
+           " (id, aggregatetype, aggregateid, type, payload) VALUES "
+           "('00000000-0000-4000-8000-00000000d001', '" +
+           aggtype_ + "', 'k', 'Created', '{}')");
+  ASSERT_EQ(ConsumeAll(env_->kafka_brokers(), {topic_}, 1, 30000).size(), 1u);
+  relay_->Signal(SIGTERM);
+  ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+  const std::string confirmed = slot("confirmed_flush_lsn");
+
+  // Every instance down: past the timeout, a checkpoint invalidates it.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return slot("now() - inactive_since > interval '11 seconds'") == "t";
+      },
+      180000))
+      << slot("inactive_since");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        db->Exec("CHECKPOINT");
+        return slot("invalidation_reason") == "idle_timeout";
+      },
+      60000))
+      << slot("inactive_since") << " " << slot("invalidation_reason");
+  relay_ = Process::Start(args, dir_ + "/relay.log");
+  EXPECT_EQ(relay_->Wait(30000), 3) << relay_->Output();
+  const std::string out = relay_->Output();
+  EXPECT_THAT(out, HasSubstr("replication slot \"" + slot_ +
+                             "\" was invalidated: nobody streamed from it "
+                             "for longer than idle_replication_slot_timeout"));
+  EXPECT_THAT(out, HasSubstr("Its last confirmed LSN is " + confirmed));
+  EXPECT_THAT(out, HasSubstr("events committed after " + confirmed +
+                             " are in no slot"));
+  EXPECT_THAT(out, Not(HasSubstr("max_slot_wal_keep_size")));
   relay_.reset();
   db.reset();
   RunScript("pg.sh stop " + pgdir);
