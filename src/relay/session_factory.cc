@@ -56,7 +56,24 @@ SessionFactory::SessionFactory(const Config& config, const RelayConfig& derived,
     previous_server_ = slot_marker_->RecordedServer();
 }
 
-absl::StatusOr<Session> SessionFactory::Open() {
+namespace {
+
+// Open()'s answer once `stop` is set: the session (and the slot, when it
+// was taken) is given up without streaming.
+absl::Status Stopping(const std::atomic<bool>& stop) {
+  if (!stop.load()) return absl::OkStatus();
+  return absl::CancelledError("stopping: the session was not started");
+}
+
+}  // namespace
+
+// The slot first, then the producer: init_transactions fences every other
+// producer with the transactional.id, so only the instance that holds the
+// slot may call it (an instance that saw the slot free but lost the race
+// for it would fence the winner). A failure after START_REPLICATION
+// destroys the session, which closes the connection and frees the slot for
+// another instance. `stop` is checked after every step.
+absl::StatusOr<Session> SessionFactory::Open(const std::atomic<bool>& stop) {
   stage_ = SessionStage::kConnect;
   Session session;
   ReplicationOptions stream_options = derived_.stream;
@@ -64,12 +81,16 @@ absl::StatusOr<Session> SessionFactory::Open() {
   stream_options.slot_marker = slot_marker_;
   ASSIGN_OR_RETURN(session.stream,
                    LibpqReplicationStream::Connect(stream_options));
+  RETURN_IF_ERROR(Stopping(stop));
   const ServerInfo& server = session.stream->server();
   if (server.slot_failover_enabled) {
     Log(Severity::kInfo, "enabled failover on the replication slot",
         {{"slot", config_.postgres.slot}});
   }
+  RETURN_IF_ERROR(session.stream->Start(server.slot_confirmed_flush));
+  RETURN_IF_ERROR(Stopping(stop));
   KafkaOptions session_kafka = kafka_;
+  session_kafka.stop = &stop;
   if (config_.kafka.exactly_once) {
     session_kafka.transactional_id =
         !config_.kafka.transactional_id.empty()
@@ -78,11 +99,16 @@ absl::StatusOr<Session> SessionFactory::Open() {
                            config_.postgres.slot);
   }
   stage_ = SessionStage::kCreateProducer;
-  ASSIGN_OR_RETURN(session.sink, CreateProducer(session_kafka));
+  absl::StatusOr<std::unique_ptr<RdKafkaSink>> sink =
+      CreateProducer(session_kafka);
+  RETURN_IF_ERROR(Stopping(stop));
+  if (!sink.ok()) return sink.status();
+  session.sink = std::move(*sink);
   LogServerChanges(server);
   if (config_.kafka.exactly_once) {
     stage_ = SessionStage::kReadCheckpoint;
     RETURN_IF_ERROR(StartTransactions(session, session_kafka));
+    RETURN_IF_ERROR(Stopping(stop));
   }
   return session;
 }
