@@ -191,9 +191,9 @@ TEST_F(ExactlyOnceRolesE2ETest, InstancesRacingForTheSlotNeverFenceEachOther) {
   std::atomic<bool> stop{false};
   std::vector<Event> committed;
   std::vector<std::string> rolled_back;
-  std::thread writer(
-      [&] { Write(1, 100000, 4, 0, &committed, &rolled_back, &stop); });
-  // Joined on every way out (an ASSERT too).
+  // Started once the slot exists (events committed before it are in no
+  // slot); joined on every way out (an ASSERT too).
+  std::thread writer;
   struct Joiner {
     std::atomic<bool>& stop;
     std::thread& thread;
@@ -222,6 +222,10 @@ TEST_F(ExactlyOnceRolesE2ETest, InstancesRacingForTheSlotNeverFenceEachOther) {
         60000))
         << a->Output() << b->Output();
     Process* standby = active == a.get() ? b.get() : a.get();
+    if (round == 0) {
+      writer = std::thread(
+          [&] { Write(1, 100000, 4, 0, &committed, &rolled_back, &stop); });
+    }
     const std::string confirmed = ConfirmedFlush();
     EXPECT_TRUE(WaitUntil([&] { return ConfirmedFlush() != confirmed; }, 30000))
         << active->Output();
