@@ -15,18 +15,14 @@ namespace {
 // The part of the start-up checkpoint that holds on the server the stream
 // is connected to: after a promotion that lost WAL, only what precedes the
 // fork (core/checkpoint.h, TrustedCheckpoint); logged when cut.
-absl::StatusOr<Checkpoint> CheckpointOnServer(LibpqReplicationStream& stream,
-                                              const Checkpoint& checkpoint) {
-  const ServerInfo& server = stream.server();
+// `timeline_history`: the server timeline's history file, read before
+// START_REPLICATION (TimelineHistory()).
+absl::StatusOr<Checkpoint> CheckpointOnServer(
+    const ServerInfo& server, const std::string& timeline_history,
+    const Checkpoint& checkpoint) {
   std::vector<TimelineSwitch> history;
   if (checkpoint.timeline != 0 && checkpoint.timeline < server.timeline) {
-    absl::StatusOr<std::string> text = stream.TimelineHistory();
-    if (!text.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot read timeline ", server.timeline,
-                       "'s history: ", text.status().message()));
-    }
-    ASSIGN_OR_RETURN(history, ParseTimelineHistory(*text));
+    ASSIGN_OR_RETURN(history, ParseTimelineHistory(timeline_history));
   }
   std::string note;
   ASSIGN_OR_RETURN(Checkpoint trusted,
@@ -87,6 +83,18 @@ absl::StatusOr<Session> SessionFactory::Open(const std::atomic<bool>& stop) {
     Log(Severity::kInfo, "enabled failover on the replication slot",
         {{"slot", config_.postgres.slot}});
   }
+  // Exactly once: the timeline's history, which the checkpoint is cut by,
+  // can only be asked before START_REPLICATION.
+  std::string timeline_history;
+  if (config_.kafka.exactly_once) {
+    absl::StatusOr<std::string> text = session.stream->TimelineHistory();
+    if (!text.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read timeline ", server.timeline,
+                       "'s history: ", text.status().message()));
+    }
+    timeline_history = std::move(*text);
+  }
   RETURN_IF_ERROR(session.stream->Start(server.slot_confirmed_flush));
   RETURN_IF_ERROR(Stopping(stop));
   KafkaOptions session_kafka = kafka_;
@@ -107,7 +115,8 @@ absl::StatusOr<Session> SessionFactory::Open(const std::atomic<bool>& stop) {
   LogServerChanges(server);
   if (config_.kafka.exactly_once) {
     stage_ = SessionStage::kReadCheckpoint;
-    RETURN_IF_ERROR(StartTransactions(session, session_kafka));
+    RETURN_IF_ERROR(
+        StartTransactions(session, session_kafka, timeline_history));
     RETURN_IF_ERROR(Stopping(stop));
   }
   return session;
@@ -163,7 +172,8 @@ void SessionFactory::CheckCheckpointTopic(const CheckpointTopicState* topic,
 // open, so the read below is not held back by it), the last committed
 // checkpoint decides what is already published.
 absl::Status SessionFactory::StartTransactions(
-    Session& session, const KafkaOptions& session_kafka) {
+    Session& session, const KafkaOptions& session_kafka,
+    const std::string& timeline_history) {
   const ServerInfo& server = session.stream->server();
   if (!checkpoint_topic_checked_) {
     absl::StatusOr<CheckpointTopicState> topic =
@@ -177,7 +187,8 @@ absl::Status SessionFactory::StartTransactions(
                      server.system_id, config_.postgres.slot,
                      config_.kafka.flush_timeout_ms, checkpoint_topic_exists_);
   if (checkpoint.ok()) {
-    checkpoint = CheckpointOnServer(*session.stream, *checkpoint);
+    checkpoint = CheckpointOnServer(session.stream->server(), timeline_history,
+                                    *checkpoint);
   }
   if (!checkpoint.ok()) return checkpoint.status();
   TransactionOptions txn = derived_.transactions;

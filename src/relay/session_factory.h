@@ -67,8 +67,10 @@ class SessionFactory {
   void LogServerChanges(const ServerInfo& server);
   // Exactly once: the checkpoint topic (once per process), the last
   // checkpoint, and the commit policy over it.
+  // `timeline_history`: TimelineHistory(), read before START_REPLICATION.
   absl::Status StartTransactions(Session& session,
-                                 const KafkaOptions& session_kafka);
+                                 const KafkaOptions& session_kafka,
+                                 const std::string& timeline_history);
   void CheckCheckpointTopic(const CheckpointTopicState* topic,
                             const absl::Status& status);
 
