@@ -164,6 +164,29 @@ TEST_F(RolesE2ETest, AStandbyNeverWritesTheMarker) {
       WaitUntil([&] { return std::filesystem::exists(standby_marker); }, 60000))
       << standby->Output();
   EXPECT_THAT(ReadFile(standby_marker), HasSubstr("slot=" + slot_));
+  // The first instance, back as a standby, keeps its marker (from its own
+  // session) as it was, though its slot monitor sees the slot move on: on
+  // main the monitor rewrote it with the other instance's position.
+  const std::string before = ReadFile(active_marker);
+  const std::string recorded = ConfirmedFlush();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 5, 2, 0, &committed, &rolled_back);
+  ASSERT_TRUE(WaitUntil([&] { return ConfirmedFlush() != recorded; }, 30000))
+      << standby->Output();
+  std::unique_ptr<Process> again = StartInstance("again");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Count(again->Output(), "in use") > 0 &&
+               RelayMetric(*again, "outbox_relay_slot_active") == 1;
+      },
+      30000))
+      << again->Output();
+  EXPECT_FALSE(
+      WaitUntil([&] { return ReadFile(active_marker) != before; }, 3000))
+      << "the standby's slot monitor rewrote its marker:\n"
+      << ReadFile(active_marker) << "was:\n"
+      << before;
 }
 
 class ExactlyOnceRolesE2ETest : public RolesE2ETest {
