@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "absl/strings/match.h"
@@ -119,9 +120,8 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
   rd_kafka_queue_destroy(main_queue);
   sink->transaction_timeout_ms_ = options.transaction_timeout_ms;
   if (!options.transactional_id.empty()) {
-    absl::Status s = TransactionStatus(
-        "init_transactions",
-        rd_kafka_init_transactions(rk, options.transaction_timeout_ms));
+    absl::Status s = sink->InitTransactions(options);
+    if (absl::IsCancelled(s)) return s;
     // Not reachable yet is worth waiting for like any broker outage; refused
     // credentials or certificates (told to the error callback) are not.
     rd_kafka_poll(rk, 0);
@@ -129,6 +129,32 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
     if (!s.ok()) return absl::UnavailableError(s.message());
   }
   return sink;
+}
+
+// init_transactions in slices of a second, so a stop is seen: a call that
+// timed out resumes where it was (librdkafka: call it again).
+absl::Status RdKafkaSink::InitTransactions(const KafkaOptions& options) {
+  constexpr int kSliceMs = 1000;
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(options.transaction_timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    rd_kafka_error_t* error = rd_kafka_init_transactions(
+        rk_, static_cast<int>(
+                 std::max<int64_t>(1, std::min<int64_t>(left, kSliceMs))));
+    const bool timed_out = error != nullptr && rd_kafka_error_code(error) ==
+                                                   RD_KAFKA_RESP_ERR__TIMED_OUT;
+    if (!timed_out || left <= kSliceMs) {
+      return TransactionStatus("init_transactions", error);
+    }
+    rd_kafka_error_destroy(error);
+    if (options.stop != nullptr && options.stop->load()) {
+      return absl::CancelledError("stopping: init_transactions was given up");
+    }
+  }
 }
 
 RdKafkaSink::~RdKafkaSink() {

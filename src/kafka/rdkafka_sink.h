@@ -16,7 +16,8 @@
 //
 // With KafkaOptions::transactional_id set the producer is transactional
 // (kafka.exactly_once): Create() calls init_transactions (fencing any older
-// producer with that id), and the KafkaTransactions methods map librdkafka's
+// producer with that id; given up within a second of KafkaOptions::stop),
+// and the KafkaTransactions methods map librdkafka's
 // error classes (fatal, fenced, txn_requires_abort, retriable) to the codes
 // core/kafka_transactions.h documents, through its TransactionErrorClass;
 // what counts as fenced is one list (IsFencingError). The transactional
@@ -28,6 +29,7 @@
 #ifndef OUTBOX_KAFKA_RDKAFKA_SINK_H_
 #define OUTBOX_KAFKA_RDKAFKA_SINK_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,6 +66,9 @@ struct KafkaOptions {
   // Non-empty: a transactional producer with this transactional.id.
   std::string transactional_id;
   int transaction_timeout_ms = 30000;  // init, commit and abort calls
+  // Set (e.g. by SIGTERM): Create() gives up init_transactions within a
+  // second, Cancelled. Not owned; null: never.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 class RdKafkaSink : public EventSink, public KafkaTransactions {
@@ -123,6 +128,8 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // The producer's fatal error in kafka_transactions.h's codes
   // (FailedPrecondition when fenced, else Internal); OK when none.
   absl::Status FatalTransactionError() const;
+  // Create()'s init_transactions, watching options.stop.
+  absl::Status InitTransactions(const KafkaOptions& options);
   // Takes ownership of `error` (may be null) and maps librdkafka's
   // transactional error classes to core/kafka_transactions.h's codes.
   static absl::Status TransactionStatus(absl::string_view call,

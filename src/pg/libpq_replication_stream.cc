@@ -186,9 +186,7 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                      ParseLsn(PgConnection::Value(*created, 0, 1)));
     server_.slot_restart = server_.slot_confirmed_flush;
     server_.slot_created = true;
-    if (options_.slot_marker != nullptr) {
-      RETURN_IF_ERROR(options_.slot_marker->Record(server_));
-    }
+    // Recorded by Start(), once this connection holds the slot.
     return absl::OkStatus();
   }
   std::string plugin = PgConnection::Value(res, 0, 0);
@@ -216,10 +214,8 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                      ParseLsn(PgConnection::Value(res, 0, 5)));
   }
   flushed_ = server_.slot_confirmed_flush;
-  if (options_.slot_marker != nullptr) {
-    RETURN_IF_ERROR(options_.slot_marker->Record(server_));
-  }
   if (PgConnection::Value(res, 0, 6) == "lost") {
+    RETURN_IF_ERROR(RecordInvalidated(!PgConnection::IsNull(res, 0, 3)));
     return absl::FailedPreconditionError(SlotInvalidatedMessage(
         options_.slot, SlotPluginOf(), server_.slot_confirmed_flush,
         options_.create_slot, "pg_replication_slots.wal_status is 'lost'",
@@ -249,6 +245,15 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
   return absl::OkStatus();
 }
 
+absl::Status LibpqReplicationStream::RecordInvalidated(bool active) {
+  // Nobody streams an invalidated slot, so no holder records it: the
+  // instance that finds it (free) records the position its refusal names,
+  // so that postgres.acknowledge_slot_loss=<that LSN> matches the marker
+  // once the slot is dropped.
+  if (options_.slot_marker == nullptr || active) return absl::OkStatus();
+  return options_.slot_marker->Record(server_);
+}
+
 bool LibpqReplicationStream::WantsFailover() const {
   // A standby refuses failover on its own slots (PostgreSQL syncs only
   // the primary's).
@@ -264,6 +269,12 @@ absl::Status LibpqReplicationStream::StreamError(absl::Status st) const {
 }
 
 absl::Status LibpqReplicationStream::Start(Lsn start) {
+  if (streaming_) {
+    if (start == started_at_) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("the replication stream already started at ",
+                     FormatLsn(started_at_), ", not ", FormatLsn(start)));
+  }
   std::string cmd = absl::StrCat(
       "START_REPLICATION SLOT \"", options_.slot, "\" LOGICAL ",
       FormatLsn(start), " (", options_.plugin->StartOptions(PluginInfo()), ")");
@@ -276,10 +287,20 @@ absl::Status LibpqReplicationStream::Start(Lsn start) {
       st = SlotInUse(st.message());
     }
     PQclear(res);
-    return StreamError(st);
+    const bool invalidated = IsSlotInvalidatedError(st.message());
+    st = StreamError(st);
+    if (invalidated) RETURN_IF_ERROR(RecordInvalidated(false));
+    return st;
   }
   PQclear(res);
   streaming_ = true;
+  started_at_ = start;
+  // Only the slot's holder writes the marker (a standby, or an instance that
+  // lost the race to START_REPLICATION, never does): what it records is the
+  // position this session streams from.
+  if (options_.slot_marker != nullptr) {
+    RETURN_IF_ERROR(options_.slot_marker->Record(server_));
+  }
   return absl::OkStatus();
 }
 

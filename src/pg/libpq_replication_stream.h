@@ -18,10 +18,14 @@
 //                       process (a hot standby waits on this and retries)
 // On PostgreSQL 17+ (a primary, ReplicationOptions::failover_slot) the
 // slot it creates or finds has failover enabled before START_REPLICATION.
-// Start() then streams from the slot; Read() never blocks. Both turn the
-// server's "can no longer get changes from replication slot" and "requested
-// WAL segment ... has already been removed" into FailedPrecondition naming
-// the slot and its last confirmed LSN: no retry brings that WAL back.
+// Start() then takes the slot (START_REPLICATION) and, once it holds it,
+// records it in the SlotMarker (so a standby, or an instance that lost the
+// race for the slot, never writes the marker); a second Start() from the
+// same position is a no-op (SessionFactory starts the stream before it
+// creates the producer; the Relay starts it again). Read() never blocks. Both
+// turn the server's "can no longer get changes from replication slot" and
+// "requested WAL segment ... has already been removed" into FailedPrecondition
+// naming the slot and its last confirmed LSN: no retry brings that WAL back.
 //
 // Threading: one thread owns an instance. Connection plumbing is
 // PgConnection's; this is the only file that drives the CopyBoth stream.
@@ -122,6 +126,9 @@ class LibpqReplicationStream : public ReplicationStream {
   absl::Status CheckServer();
   absl::Status CheckTables();
   absl::Status EnsureSlot();
+  // The slot was found invalidated: records it in the marker unless it is
+  // `active` (held by another process).
+  absl::Status RecordInvalidated(bool active);
   // Whether the slot should have failover (see failover_slot).
   bool WantsFailover() const;
 
@@ -146,7 +153,8 @@ class LibpqReplicationStream : public ReplicationStream {
 
   char* buffer_ = nullptr;  // last PQgetCopyData buffer, freed on next Read
   bool streaming_ = false;
-  Lsn flushed_ = kInvalidLsn;  // highest flush position sent
+  Lsn started_at_ = kInvalidLsn;  // Start()'s position once streaming
+  Lsn flushed_ = kInvalidLsn;     // highest flush position sent
 };
 
 // True for the Unavailable that Connect() or Start() return while another

@@ -5,17 +5,22 @@
 // slot's last confirmed position would then be in no slot, lost without a
 // word.
 //
-// LibpqReplicationStream::Connect() consults it, after IDENTIFY_SYSTEM and
-// the slot lookup:
-//   - the slot exists (wal2json, this database): Record() with its
-//     confirmed position, before any check of its state (held by another
-//     process, invalidated), so what is remembered matches what a refusal
-//     names;
-//   - the slot is missing and postgres.create_slot is on: CheckCreate()
-//     decides; OK means this is a genuine first run, anything else is
-//     returned from Connect() as is (FailedPrecondition, one line naming the
-//     lost range and the fix);
-//   - after creating it: Record() with the new slot's position.
+// LibpqReplicationStream consults it:
+//   - Connect(), the slot is missing and postgres.create_slot is on:
+//     CheckCreate() decides, before creating it; OK means this is a genuine
+//     first run, anything else is returned from Connect() as is
+//     (FailedPrecondition, one line naming the lost range and the fix);
+//   - Start(), once START_REPLICATION succeeded (this connection holds the
+//     slot, found or just created): Record() with the slot's confirmed
+//     position. Only the slot's holder writes the marker: a standby (the slot
+//     held by another instance), or an instance whose START_REPLICATION
+//     failed, writes nothing, so one instance at a time writes a shared
+//     marker;
+//   - a slot found invalidated (Connect(): wal_status lost; Start(): the
+//     server's refusal), and not held by another process: Record() with the
+//     position the refusal names (no one can hold it any more), so that
+//     postgres.acknowledge_slot_loss=<that LSN> matches the marker once the
+//     slot is dropped.
 // Implementations decide how they remember (StoredSlotMarker: a marker file or
 // a Kafka record, plus the process's memory). Threading: as the implementation
 // says.

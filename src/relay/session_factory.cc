@@ -16,18 +16,14 @@ namespace {
 // The part of the start-up checkpoint that holds on the server the stream
 // is connected to: after a promotion that lost WAL, only what precedes the
 // fork (core/checkpoint.h, TrustedCheckpoint); logged when cut.
-absl::StatusOr<Checkpoint> CheckpointOnServer(LibpqReplicationStream& stream,
-                                              const Checkpoint& checkpoint) {
-  const ServerInfo& server = stream.server();
+// `timeline_history`: the server timeline's history file, read before
+// START_REPLICATION (TimelineHistory()).
+absl::StatusOr<Checkpoint> CheckpointOnServer(
+    const ServerInfo& server, const std::string& timeline_history,
+    const Checkpoint& checkpoint) {
   std::vector<TimelineSwitch> history;
   if (checkpoint.timeline != 0 && checkpoint.timeline < server.timeline) {
-    absl::StatusOr<std::string> text = stream.TimelineHistory();
-    if (!text.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot read timeline ", server.timeline,
-                       "'s history: ", text.status().message()));
-    }
-    ASSIGN_OR_RETURN(history, ParseTimelineHistory(*text));
+    ASSIGN_OR_RETURN(history, ParseTimelineHistory(timeline_history));
   }
   std::string note;
   ASSIGN_OR_RETURN(Checkpoint trusted,
@@ -57,7 +53,24 @@ SessionFactory::SessionFactory(const Config& config, const RelayConfig& derived,
     previous_server_ = slot_marker_->RecordedServer();
 }
 
-absl::StatusOr<Session> SessionFactory::Open() {
+namespace {
+
+// Open()'s answer once `stop` is set: the session (and the slot, when it
+// was taken) is given up without streaming.
+absl::Status Stopping(const std::atomic<bool>& stop) {
+  if (!stop.load()) return absl::OkStatus();
+  return absl::CancelledError("stopping: the session was not started");
+}
+
+}  // namespace
+
+// The slot first, then the producer: init_transactions fences every other
+// producer with the transactional.id, so only the instance that holds the
+// slot may call it (an instance that saw the slot free but lost the race
+// for it would fence the winner). A failure after START_REPLICATION
+// destroys the session, which closes the connection and frees the slot for
+// another instance. `stop` is checked after every step.
+absl::StatusOr<Session> SessionFactory::Open(const std::atomic<bool>& stop) {
   stage_ = SessionStage::kConnect;
   Session session;
   ReplicationOptions stream_options = derived_.stream;
@@ -65,6 +78,7 @@ absl::StatusOr<Session> SessionFactory::Open() {
   stream_options.slot_marker = slot_marker_;
   ASSIGN_OR_RETURN(session.stream,
                    LibpqReplicationStream::Connect(stream_options));
+  RETURN_IF_ERROR(Stopping(stop));
   const ServerInfo& server = session.stream->server();
   if (server.slot_failover_enabled) {
     Log(Severity::kInfo, "enabled failover on the replication slot",
@@ -78,7 +92,22 @@ absl::StatusOr<Session> SessionFactory::Open() {
       Log(Severity::kWarn, *warning, {{"slot", config_.postgres.slot}});
     }
   }
+  // Exactly once: the timeline's history, which the checkpoint is cut by,
+  // can only be asked before START_REPLICATION.
+  std::string timeline_history;
+  if (config_.kafka.exactly_once) {
+    absl::StatusOr<std::string> text = session.stream->TimelineHistory();
+    if (!text.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read timeline ", server.timeline,
+                       "'s history: ", text.status().message()));
+    }
+    timeline_history = std::move(*text);
+  }
+  RETURN_IF_ERROR(session.stream->Start(server.slot_confirmed_flush));
+  RETURN_IF_ERROR(Stopping(stop));
   KafkaOptions session_kafka = kafka_;
+  session_kafka.stop = &stop;
   if (config_.kafka.exactly_once) {
     session_kafka.transactional_id =
         !config_.kafka.transactional_id.empty()
@@ -87,11 +116,17 @@ absl::StatusOr<Session> SessionFactory::Open() {
                            config_.postgres.slot);
   }
   stage_ = SessionStage::kCreateProducer;
-  ASSIGN_OR_RETURN(session.sink, CreateProducer(session_kafka));
+  absl::StatusOr<std::unique_ptr<RdKafkaSink>> sink =
+      CreateProducer(session_kafka);
+  RETURN_IF_ERROR(Stopping(stop));
+  if (!sink.ok()) return sink.status();
+  session.sink = std::move(*sink);
   LogServerChanges(server);
   if (config_.kafka.exactly_once) {
     stage_ = SessionStage::kReadCheckpoint;
-    RETURN_IF_ERROR(StartTransactions(session, session_kafka));
+    RETURN_IF_ERROR(
+        StartTransactions(session, session_kafka, timeline_history));
+    RETURN_IF_ERROR(Stopping(stop));
   }
   return session;
 }
@@ -146,7 +181,8 @@ void SessionFactory::CheckCheckpointTopic(const CheckpointTopicState* topic,
 // open, so the read below is not held back by it), the last committed
 // checkpoint decides what is already published.
 absl::Status SessionFactory::StartTransactions(
-    Session& session, const KafkaOptions& session_kafka) {
+    Session& session, const KafkaOptions& session_kafka,
+    const std::string& timeline_history) {
   const ServerInfo& server = session.stream->server();
   if (!checkpoint_topic_checked_) {
     absl::StatusOr<CheckpointTopicState> topic =
@@ -160,7 +196,8 @@ absl::Status SessionFactory::StartTransactions(
                      server.system_id, config_.postgres.slot,
                      config_.kafka.flush_timeout_ms, checkpoint_topic_exists_);
   if (checkpoint.ok()) {
-    checkpoint = CheckpointOnServer(*session.stream, *checkpoint);
+    checkpoint = CheckpointOnServer(session.stream->server(), timeline_history,
+                                    *checkpoint);
   }
   if (!checkpoint.ok()) return checkpoint.status();
   TransactionOptions txn = derived_.transactions;

@@ -7,14 +7,20 @@
 // since the previous session (ServerChanges) and the producer's properties
 // once per process.
 //
-// Open() returns the error as it met it; failed_stage() says where
-// (daemon/disposition.h's SessionStage), and Dispose() what it means.
+// Open() takes the slot (START_REPLICATION) before it creates the producer:
+// under exactly once, init_transactions fences every other producer with
+// the transactional.id, so only the slot's holder calls it. It checks its
+// stop flag after every step and returns Cancelled once it is set (the
+// session, and the slot, given up). It returns any other error as it met
+// it; failed_stage() says where (daemon/disposition.h's SessionStage), and
+// Dispose() what it means.
 //
 // Threading: the supervisor's thread only. Everything given must outlive
 // the factory.
 #ifndef OUTBOX_RELAY_SESSION_FACTORY_H_
 #define OUTBOX_RELAY_SESSION_FACTORY_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 
@@ -50,7 +56,8 @@ class SessionFactory {
                  const KafkaOptions& kafka, OutputPlugin* plugin,
                  StoredSlotMarker* slot_marker, const Clock* clock);
 
-  absl::StatusOr<Session> Open();
+  // `stop`: a SIGTERM during the takeover (must outlive the call).
+  absl::StatusOr<Session> Open(const std::atomic<bool>& stop);
   // Where the last Open() failed.
   SessionStage failed_stage() const { return stage_; }
 
@@ -60,8 +67,10 @@ class SessionFactory {
   void LogServerChanges(const ServerInfo& server);
   // Exactly once: the checkpoint topic (once per process), the last
   // checkpoint, and the commit policy over it.
+  // `timeline_history`: TimelineHistory(), read before START_REPLICATION.
   absl::Status StartTransactions(Session& session,
-                                 const KafkaOptions& session_kafka);
+                                 const KafkaOptions& session_kafka,
+                                 const std::string& timeline_history);
   void CheckCheckpointTopic(const CheckpointTopicState* topic,
                             const absl::Status& status);
 

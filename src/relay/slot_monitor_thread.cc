@@ -26,6 +26,7 @@ constexpr int64_t Micros(std::chrono::microseconds d) { return d.count(); }
 SlotMonitorThread::SlotMonitorThread(const Config& config,
                                      RelayMetrics* metrics,
                                      StoredSlotMarker* slot_marker,
+                                     const std::atomic<bool>* holds_slot,
                                      const Clock* clock)
     : conninfo_(config.postgres.conninfo),
       standby_conninfo_(config.postgres.standby_conninfo),
@@ -34,6 +35,7 @@ SlotMonitorThread::SlotMonitorThread(const Config& config,
       connect_timeout_s_(static_cast<int>(config.postgres.connect_timeout_s)),
       metrics_(metrics),
       slot_marker_(slot_marker),
+      holds_slot_(holds_slot),
       clock_(clock) {}
 
 // Every kSlotMonitorInterval, and at once when a session starts or ends
@@ -69,7 +71,9 @@ void SlotMonitorThread::QueryOnce() {
   }
   if (metrics_ != nullptr) metrics_->SetSlot(*s);
   if (failover_slot_ && s->active) CheckFailover();
-  if (slot_marker_ != nullptr) {
+  // Only the slot's holder writes the marker: a standby's query sees the
+  // other instance's position, which that instance records itself.
+  if (slot_marker_ != nullptr && holds_slot_->load()) {
     if (absl::Status h = slot_marker_->Confirmed(s->confirmed_flush_lsn);
         !h.ok()) {
       return Failed(h, "cannot update the slot marker");

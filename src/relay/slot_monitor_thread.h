@@ -2,9 +2,10 @@
 // kSlotMonitorInterval on its own thread, over a normal connection (never
 // the replication one: a slow query must not stall the relay loop), sets
 // the slot gauges (with metrics) and moves the slot marker's confirmed
-// position (with a slot marker). It queries at once when a session starts
-// or ends, so the gauges show a new session holding the slot without
-// waiting a whole interval.
+// position (with a slot marker) while this instance holds the slot: a
+// standby never writes the marker another instance keeps. It queries at once
+// when a session starts or ends, so the gauges show a new session holding the
+// slot without waiting a whole interval.
 //
 // Errors are counted and logged once per distinct message; the next round
 // reconnects. With postgres.failover_slot, while the slot is active (the
@@ -19,6 +20,7 @@
 #ifndef OUTBOX_RELAY_SLOT_MONITOR_THREAD_H_
 #define OUTBOX_RELAY_SLOT_MONITOR_THREAD_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -39,10 +41,12 @@ inline constexpr std::chrono::seconds kSlotMonitorInterval{10};
 
 class SlotMonitorThread {
  public:
-  // `metrics` and `slot_marker` may each be null; both, and `clock`, must
-  // outlive this.
+  // `metrics` and `slot_marker` may each be null; both, `holds_slot` and
+  // `clock` must outlive this. `holds_slot`: true while a session of this
+  // instance holds the slot (the marker is moved only then).
   SlotMonitorThread(const Config& config, RelayMetrics* metrics,
                     StoredSlotMarker* slot_marker,
+                    const std::atomic<bool>* holds_slot,
                     const Clock* clock = RealClock());
 
  private:
@@ -59,6 +63,7 @@ class SlotMonitorThread {
   const int connect_timeout_s_;
   RelayMetrics* const metrics_;
   StoredSlotMarker* const slot_marker_;
+  const std::atomic<bool>* const holds_slot_;
   const Clock* const clock_;
   std::unique_ptr<SlotMonitor> monitor_;  // monitor thread only
   std::string last_error_;                // monitor thread only

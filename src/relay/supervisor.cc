@@ -64,12 +64,18 @@ class RelaySupervisor {
     while (!stop_.load()) {
       absl::StatusOr<Session> session = Connect();  // standby
       if (!session.ok()) {
+        // Stopped during the takeover: the session (and the slot, if it
+        // was taken) is given up; nothing was delivered or confirmed.
+        if (stop_.load()) break;
         std::optional<int> code = AfterFailedConnect(session.status());
         if (code) return lifecycle_.Stop(*code);
         continue;
       }
+      if (stop_.load()) break;  // the session ends unstreamed
+      holds_slot_ = true;
       lifecycle_.Activate();
       SessionEnd end = Stream(*session);  // active, then draining
+      holds_slot_ = false;
       if (std::optional<int> code = AfterSession(end)) {
         return lifecycle_.Stop(*code);
       }
@@ -131,7 +137,7 @@ class RelaySupervisor {
   void StartHelpers() {
     if (metrics_ != nullptr || slot_marker_ != nullptr) {
       slot_monitor_ = std::make_unique<SlotMonitorThread>(
-          config_, metrics_, slot_marker_.get(), clock_);
+          config_, metrics_, slot_marker_.get(), &holds_slot_, clock_);
     }
     // The heartbeat's nonce tells this process's messages from any other's.
     if (config_.postgres.heartbeat_interval_s > 0) {
@@ -149,7 +155,7 @@ class RelaySupervisor {
   absl::StatusOr<Session> Connect() {
     if (metrics_ != nullptr) metrics_->Heartbeat(clock_->NowMicros());
     SetStates("connecting", kNoKafkaProducer);
-    return factory_->Open();
+    return factory_->Open(stop_);
   }
 
   // A failed Connect(): the exit code, or nullopt after waiting to retry.
@@ -331,6 +337,9 @@ class RelaySupervisor {
   std::unique_ptr<StoredSlotMarker> slot_marker_;
   std::unique_ptr<SessionFactory> factory_;  // after what it uses
   std::string last_blocked_;  // the blocked Kafka state logged last
+  // A session holds the slot (START_REPLICATION succeeded) and streams:
+  // only then does the slot monitor move the marker.
+  std::atomic<bool> holds_slot_{false};
   std::unique_ptr<SlotMonitorThread> slot_monitor_;  // after slot_marker_
   uint64_t heartbeat_nonce_ = 0;
   std::unique_ptr<HeartbeatEmitter> heartbeat_;

@@ -16,7 +16,13 @@
 // With a RelayMetrics, each session's Relay updates it, the supervisor keeps
 // the health heartbeat turning between sessions, and a SlotMonitorThread
 // (relay/slot_monitor_thread.h) queries the slot's WAL retention; the same
-// thread moves the slot marker's confirmed position.
+// thread moves the slot marker's confirmed position while this instance
+// holds the slot (a standby never writes the marker).
+//
+// A stop (SIGTERM) is checked after every step of a takeover (connect,
+// START_REPLICATION, the producer, the checkpoint: SessionFactory::Open()):
+// a standby stopped while it takes over gives the slot up without
+// activating or streaming, and exits 0.
 //
 // Threading: RunRelay() runs on the calling thread (plus the slot monitor
 // thread it starts and joins); `stop` may be set from a signal handler.
