@@ -22,6 +22,14 @@ class Decoder {
   // its own (pgoutput's changes) leaves Change::lsn kInvalidLsn: the caller
   // knows it (the XLogData start).
   virtual absl::Status Decode(absl::string_view data, Change* out) = 0;
+
+  // What a dead letter of `data`, the record the last Decode() read, carries:
+  // the record as the plugin sends it in text, so a dead letter reads the
+  // same whatever the transfer mode (pgoutput_binary). Valid until the next
+  // call of either. Default: `data` as is.
+  virtual absl::string_view DeadLetterForm(absl::string_view data) {
+    return data;
+  }
 };
 
 }  // namespace outbox

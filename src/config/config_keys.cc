@@ -83,7 +83,9 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("postgres.pgoutput_binary", G(postgres.pgoutput_binary),
              "pgoutput only: stream column values in their binary send format "
              "(PostgreSQL 14+), which moves text formatting from the "
-             "walsender to the relay; the records are the same. auto: where "
+             "walsender to the relay; the records, dead letters included, are "
+             "the same (the replication connection pins extra_float_digits=3 "
+             "so floats do not depend on it). auto: where "
              "the server is 14+ and every column of the outbox tables has a "
              "type the relay can format (bool, integers, oid, numeric, "
              "float4/8, text types, json, jsonb, bytea, uuid, date, "

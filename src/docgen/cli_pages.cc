@@ -48,7 +48,8 @@ std::vector<CliEntry> Environment() {
        "`~/.pgpass` is honoured"},
       {"PGOPTIONS",
        "server options; the relay appends `bytea_output=hex`, "
-       "`TimeZone=UTC` and `DateStyle=ISO` to them on its connections"},
+       "`TimeZone=UTC`, `DateStyle=ISO` and `extra_float_digits=3` to them "
+       "on its connections"},
   };
 }
 

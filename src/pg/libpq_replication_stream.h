@@ -115,9 +115,14 @@ class LibpqReplicationStream : public ReplicationStream {
   // own options so they win (PgConnectOptions::settings): TimeZone=UTC and
   // DateStyle=ISO fix timestamp text for the decoders, bytea_output=hex
   // keeps bytea intact (wal2json strips two characters assuming "\x";
-  // pgoutput sends the text), whatever the role or database sets.
+  // pgoutput sends the text), extra_float_digits=3 makes the walsender's
+  // float text the shortest exact form pgoutput_binary formats (at 0 or
+  // below it would round, and records would depend on the transfer mode;
+  // 3 is also what pgjdbc, hence Debezium, sends), whatever the role or
+  // database sets.
   static constexpr char kServerSettings[] =
-      "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex";
+      "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex "
+      "-c extra_float_digits=3";
 
  private:
   LibpqReplicationStream(std::unique_ptr<PgConnection> conn,

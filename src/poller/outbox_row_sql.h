@@ -20,8 +20,11 @@
 namespace outbox {
 
 // PgConnectOptions::settings of a session that reads outbox rows: the text
-// outbox-relay's wal2json session prints for timestamps.
-inline constexpr char kOutboxRowSettings[] = "-c TimeZone=UTC -c DateStyle=ISO";
+// outbox-relay's replication session prints for timestamps and floats
+// (extra_float_digits=3: the shortest exact form, whatever the role or
+// database sets).
+inline constexpr char kOutboxRowSettings[] =
+    "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3";
 
 // Every column of a table with its format_type() name; parameters $1 schema,
 // $2 table. No rows: the table does not exist or this role cannot see it.

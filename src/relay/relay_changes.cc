@@ -137,8 +137,12 @@ absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
   }
   ASSIGN_OR_RETURN(uint64_t ticket, in_flight_.Track());
   // A poison message is dead-lettered as its content (what the application
-  // wrote), a row as the plugin's record of it.
-  const absl::string_view raw = from_message ? change_.content : msg.payload;
+  // wrote), a row as the plugin's record of it in text (the same whatever
+  // the transfer mode; made only for a dead letter).
+  const auto raw = [&] {
+    return from_message ? change_.content
+                        : decoder_->DeadLetterForm(msg.payload);
+  };
   const absl::string_view what = from_message ? "outbox message" : "outbox row";
   absl::Status s = from_message
                        ? options_.message_router->Route(change_, &record_)
@@ -147,8 +151,8 @@ absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
     return ProduceTracked(r, t);
   };
   if (!s.ok()) {
-    return poison_.Invalid(s, ticket, record_.event_id, change_.lsn, raw, what,
-                           produce);
+    return poison_.Invalid(s, ticket, record_.event_id, change_.lsn, raw(),
+                           what, produce);
   }
   if (admission.kind == CommitPolicy::Admission::kDeadLetter) {
     // Kafka refused it in an earlier attempt of this Kafka transaction:
@@ -162,8 +166,8 @@ absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
   s = ProduceTracked(record_, ticket);
   if (absl::IsInvalidArgument(s)) {
     // The sink refused this record itself (too large, bad topic...).
-    return poison_.Invalid(s, ticket, record_.event_id, change_.lsn, raw, what,
-                           produce);
+    return poison_.Invalid(s, ticket, record_.event_id, change_.lsn, raw(),
+                           what, produce);
   }
   return s;
 }

@@ -2,10 +2,12 @@
 // delivered, for both relays (on_invalid: dead_letter).
 //
 //   topic   the dead-letter topic          key     the event id
-//   value   the row (outbox-relay: the raw wal2json record; outbox-poller
-//           and undeliverable records: the payload), cut to its first
-//           kTruncatedValue bytes when over kMaxValue, so the dead letter
-//           still fits under the broker's message size limit; header
+//   value   the row (outbox-relay: the plugin's record in text, as
+//           Decoder::DeadLetterForm gives it: wal2json's JSON, pgoutput's
+//           Insert message with text values whatever the transfer mode;
+//           outbox-poller and undeliverable records: the payload), cut to
+//           its first kTruncatedValue bytes when over kMaxValue, so the dead
+//           letter still fits under the broker's message size limit; header
 //           "truncated" then gives the original size
 //   headers id, error, then the caller's extras in order
 //

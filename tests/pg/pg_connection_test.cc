@@ -39,7 +39,8 @@ class ConnectionOptionsTest : public ::testing::Test {
   }
 
   static constexpr char kOurs[] =
-      "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex";
+      "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex "
+      "-c extra_float_digits=3";
   std::string saved_;
   bool had_env_ = false;
 };
@@ -56,6 +57,10 @@ TEST_F(ConnectionOptionsTest, UserOptionsComeFirstSoOursWin) {
             std::string("-c statement_timeout=5s  -c search_path=x ") + kOurs);
   EXPECT_EQ(Get("postgresql://db/app?options=-c%20bytea_output%3Descape"),
             std::string("-c bytea_output=escape ") + kOurs);
+  // A user's extra_float_digits is overridden: floats must not depend on
+  // it (pgoutput_binary formats the shortest exact form).
+  EXPECT_EQ(Get("host=db options='-c extra_float_digits=0'"),
+            std::string("-c extra_float_digits=0 ") + kOurs);
   EXPECT_THAT(Get("options=-cwork_mem=64MB dbname=app"),
               EndsWith(std::string("-cwork_mem=64MB ") + kOurs));
 }

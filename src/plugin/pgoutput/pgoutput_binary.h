@@ -1,7 +1,8 @@
 // pgoutput_binary: column values in their binary send format (pgoutput's
 // `binary 'true'`, PostgreSQL 14+) turned back into exactly the text the
 // type's output function gives on the replication connection's settings
-// (TimeZone=UTC, DateStyle=ISO, extra_float_digits 1, the default), so the
+// (TimeZone=UTC, DateStyle=ISO, extra_float_digits=3, all pinned: see
+// LibpqReplicationStream::kServerSettings), so the
 // decoder classifies them as it classifies text values:
 //   bool                        "t" / "f"
 //   int2, int4, int8, oid       decimal

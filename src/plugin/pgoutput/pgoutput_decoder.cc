@@ -221,4 +221,25 @@ absl::Status PgOutputDecoder::Decode(absl::string_view data, Lsn wal_start,
   return absl::OkStatus();
 }
 
+absl::string_view PgOutputDecoder::DeadLetterForm(absl::string_view data) {
+  State& s = *state_;
+  if (!s.binary || data.empty() || (data[0] != 'I' && data[0] != 'U')) {
+    return data;
+  }
+  Reader r(data.substr(1));
+  absl::StatusOr<const Relation*> rel = s.ReadRelationId(r);
+  if (!rel.ok()) return data;
+  std::string& out = s.dead_letter;
+  out.assign(data.data(), 5);  // type, relation OID
+  uint8_t tag;
+  while (r.U8(&tag)) {  // an Update's 'K' or 'O' tuple, then 'N'
+    out.push_back(static_cast<char>(tag));
+    if ((tag != 'K' && tag != 'O' && tag != 'N') ||
+        !s.AppendTextTuple(r, **rel, &out).ok()) {
+      return data;
+    }
+  }
+  return out;
+}
+
 }  // namespace outbox

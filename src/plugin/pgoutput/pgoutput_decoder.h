@@ -112,6 +112,13 @@ class PgOutputDecoder final : public Decoder {
   // Change::lsn for the messages that carry no LSN of their own.
   absl::Status Decode(absl::string_view data, Lsn wal_start, Change* out);
 
+  // An Insert or Update with binary ('b') values re-encoded as text mode
+  // sends it: each 'b' value becomes a 't' value holding the text its
+  // output function gives on the replication connection's settings (bytea
+  // "\x" and lower-case hex, as bytea_output=hex), every other byte kept.
+  // Any other message, or one this decoder cannot read, is `data` as is.
+  absl::string_view DeadLetterForm(absl::string_view data) override;
+
  private:
   struct State;  // caches and buffers (pgoutput_state.h)
   std::unique_ptr<State> state_;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "plugin/pgoutput/pgoutput_binary.h"
 #include "plugin/wal2json/wal2json_text.h"
@@ -28,6 +29,14 @@ using pgoutput::ValueClass;
 
 bool IsNonFinite(absl::string_view text) {
   return text == "NaN" || text == "Infinity" || text == "-Infinity";
+}
+
+// `v` in network byte order, as pgoutput writes its integers.
+template <typename T>
+void AppendBigEndian(T v, std::string* out) {
+  for (int shift = 8 * (sizeof(T) - 1); shift >= 0; shift -= 8) {
+    out->push_back(static_cast<char>((v >> shift) & 0xff));
+  }
 }
 
 }  // namespace
@@ -264,6 +273,47 @@ absl::Status PgOutputDecoder::State::ReadTuple(Reader& r, const Relation& rel,
       (*out)[p.column].value =
           absl::string_view(formatted.data() + p.offset, p.size);
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PgOutputDecoder::State::AppendTextTuple(Reader& r,
+                                                     const Relation& rel,
+                                                     std::string* out) {
+  uint16_t natts;
+  if (!r.U16(&natts) || natts != rel.columns.size()) {
+    return Invalid("tuple does not match its relation");
+  }
+  AppendBigEndian(natts, out);
+  std::string text;
+  for (const RelationColumn& col : rel.columns) {
+    uint8_t kind;
+    if (!r.U8(&kind)) return Invalid("truncated tuple");
+    if (kind == 'n' || kind == 'u') {
+      out->push_back(static_cast<char>(kind));
+      continue;
+    }
+    absl::string_view raw;
+    if (absl::Status s = ReadBytes(r, col, &raw); !s.ok()) return s;
+    if (kind == 't') {
+      text.assign(raw.data(), raw.size());
+    } else if (kind != 'b') {
+      return Invalid("unknown tuple value kind");
+    } else if (col.value_class == ValueClass::kBytes) {  // byteaout, hex
+      text = absl::StrCat("\\x", absl::BytesToHexString(raw));
+    } else {
+      absl::string_view view;
+      bool appended = false;
+      text.clear();
+      if (!pgoutput::FormatBinary(col.type_oid, raw, &text, &view, &appended)) {
+        return Invalid(absl::StrCat("bad binary ", col.type,
+                                    " value in column \"", col.name, "\""));
+      }
+      if (!appended) text.assign(view.data(), view.size());
+    }
+    out->push_back('t');
+    AppendBigEndian(static_cast<uint32_t>(text.size()), out);
+    out->append(text);
   }
   return absl::OkStatus();
 }

@@ -68,6 +68,9 @@ struct PgOutputDecoder::State {
   bool binary = false;
   PgOutputDecoder::Unformattable* unformattable = nullptr;
 
+  // PgOutputDecoder::DeadLetterForm's result.
+  std::string dead_letter;
+
   absl::flat_hash_map<uint32_t, std::unique_ptr<pgoutput::Relation>> relations;
   absl::flat_hash_map<uint32_t, std::string> type_names;  // from Y messages
 
@@ -83,6 +86,10 @@ struct PgOutputDecoder::State {
   // checks it.
   absl::Status ReadTuple(pgoutput::Reader& r, const pgoutput::Relation& rel,
                          bool allow_unchanged, std::vector<Column>* out);
+  // Reads one TupleData and appends it to *out as text mode sends it (see
+  // PgOutputDecoder::DeadLetterForm).
+  absl::Status AppendTextTuple(pgoutput::Reader& r,
+                               const pgoutput::Relation& rel, std::string* out);
   // A value's Int32 length and bytes.
   absl::Status ReadBytes(pgoutput::Reader& r,
                          const pgoutput::RelationColumn& col,

@@ -3,9 +3,11 @@
 // binary as in text (one set of rows, decoded through both), the relay's
 // records are the same bytes either way, and a column of a type binary
 // cannot carry makes the relay stream in text (refused under `on`).
+#include <map>
 #include <set>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "e2e/relay/relay_e2e_fixture.h"
@@ -61,6 +63,48 @@ class PgOutputBinaryE2ETest : public RelayE2ETest {
       }
     }
     return out;
+  }
+
+  // Two pgoutput relays on this test's table, each with RelayArgs() and
+  // `common`: relay_ in binary (auto, the default) on slot_ with
+  // `binary_extra`, and the one returned in text (off) on slot_ + "_t"
+  // with `text_extra`. Null unless both came to hold their slots.
+  std::unique_ptr<Process> StartBinaryAndText(
+      const std::vector<std::string>& common,
+      const std::vector<std::string>& binary_extra,
+      const std::vector<std::string>& text_extra) {
+    std::vector<std::string> base = RelayArgs();
+    base.insert(base.end(), {"--set", "postgres.plugin=pgoutput"});
+    base.insert(base.end(), common.begin(), common.end());
+    auto binary_args = base;
+    binary_args.insert(binary_args.end(),
+                       {"--set", "postgres.publication=" + slot_ + "_pub"});
+    binary_args.insert(binary_args.end(), binary_extra.begin(),
+                       binary_extra.end());
+    auto text_args = base;
+    for (size_t i = 0; i + 1 < text_args.size(); ++i) {
+      if (text_args[i] == "--slot") text_args[i + 1] = slot_ + "_t";
+    }
+    text_args.insert(text_args.end(),
+                     {"--set", "postgres.publication=" + slot_ + "_tpub",
+                      "--set", "postgres.pgoutput_binary=off", "--set",
+                      "postgres.state_dir=" + StateDir() + "/t"});
+    text_args.insert(text_args.end(), text_extra.begin(), text_extra.end());
+    relay_ = Process::Start(binary_args, dir_ + "/binary.log");
+    auto text = Process::Start(text_args, dir_ + "/text.log");
+    const bool both = WaitUntil(
+        [&] {
+          return db_->Scalar(
+                     "SELECT count(*) FROM pg_replication_slots WHERE "
+                     "active AND slot_name IN ('" +
+                     slot_ + "', '" + slot_ + "_t')") == "2";
+        },
+        30000);
+    EXPECT_TRUE(both) << relay_->Output() << text->Output();
+    EXPECT_THAT(StartReplicationCommand(slot_), HasSubstr("binary 'true'"));
+    EXPECT_THAT(StartReplicationCommand(slot_ + "_t"),
+                Not(HasSubstr("binary")));
+    return both ? std::move(text) : nullptr;
   }
 };
 
@@ -200,40 +244,13 @@ TEST_F(PgOutputBinaryE2ETest, RecordsAreTheSameInBinaryAndText) {
   db_->Exec("ALTER TABLE public." + table_ +
             " ADD COLUMN note text, ADD COLUMN amount numeric, ADD COLUMN "
             "ratio float8, ADD COLUMN flag bool, ADD COLUMN due date");
-  std::vector<std::string> base = RelayArgs();
-  base.insert(
-      base.end(),
-      {"--set", "postgres.plugin=pgoutput", "--set", "outbox.headers.note=note",
-       "--set", "outbox.headers.amount=amount", "--set",
-       "outbox.headers.ratio=ratio", "--set", "outbox.headers.flag=flag",
-       "--set", "outbox.headers.due=due", "--set",
-       "outbox.headers.created_at=created"});
-  auto binary_args = base;
-  binary_args.insert(binary_args.end(),
-                     {"--topic", "b.{aggregatetype}", "--set",
-                      "postgres.publication=" + slot_ + "_pub"});
-  auto text_args = base;
-  for (size_t i = 0; i + 1 < text_args.size(); ++i) {
-    if (text_args[i] == "--slot") text_args[i + 1] = slot_ + "_t";
-  }
-  text_args.insert(text_args.end(),
-                   {"--topic", "t.{aggregatetype}", "--set",
-                    "postgres.publication=" + slot_ + "_tpub", "--set",
-                    "postgres.pgoutput_binary=off", "--set",
-                    "postgres.state_dir=" + StateDir() + "/t"});
-  relay_ = Process::Start(binary_args, dir_ + "/binary.log");
-  auto second = Process::Start(text_args, dir_ + "/text.log");
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        return db_->Scalar(
-                   "SELECT count(*) FROM pg_replication_slots WHERE "
-                   "active AND slot_name IN ('" +
-                   slot_ + "', '" + slot_ + "_t')") == "2";
-      },
-      30000))
-      << relay_->Output() << second->Output();
-  EXPECT_THAT(StartReplicationCommand(slot_), HasSubstr("binary 'true'"));
-  EXPECT_THAT(StartReplicationCommand(slot_ + "_t"), Not(HasSubstr("binary")));
+  auto second = StartBinaryAndText(
+      {"--set", "outbox.headers.note=note", "--set",
+       "outbox.headers.amount=amount", "--set", "outbox.headers.ratio=ratio",
+       "--set", "outbox.headers.flag=flag", "--set", "outbox.headers.due=due",
+       "--set", "outbox.headers.created_at=created"},
+      {"--topic", "b.{aggregatetype}"}, {"--topic", "t.{aggregatetype}"});
+  ASSERT_NE(second, nullptr);
   const std::vector<std::string> payloads = {
       "'{\"total\": 42, \"items\": [1, 2.5, -3e10, true, null]}'",
       "'{\"name\": \"Zoë 🚀 \\u00e9\", \"quote\": \"a\\\"b\\\\c\\n\"}'",
@@ -355,6 +372,267 @@ TEST_F(PgOutputBinaryE2ETest, AnUnknownTypeAtStartIsTextUnderAutoRefusedOn) {
   relay_->Signal(SIGTERM);
   EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
   EXPECT_THAT(relay_->Output(), Not(HasSubstr("binary format")));
+}
+
+// How a session's extra_float_digits is set before the relay connects.
+enum class DigitsSetBy { kDatabase, kRole, kConninfo };
+
+// Floats (float4 and float8: shortest and rounded forms, the largest,
+// denormals, -0, NaN, Infinity) in a message key, headers, an envelope field
+// and the topic template, through three relays on one database (pgoutput
+// binary, pgoutput text, wal2json), with extra_float_digits at -15, 0, 1
+// and 3 set by `by` on the relays' own database, role or conninfo options:
+// every record the same bytes in all three (partition included), and each
+// value the text PostgreSQL gives at extra_float_digits 3 (the setting the
+// replication connection pins).
+class FloatDigitsE2ETest : public PgOutputBinaryE2ETest {
+ protected:
+  void Run(DigitsSetBy by) {
+    const std::string dbname = UniqueName("floats");
+    const std::string role = UniqueName("floats");
+    db_->Exec("CREATE DATABASE " + dbname);
+    db_->Exec("CREATE ROLE " + role + " LOGIN SUPERUSER REPLICATION");
+    const std::string conninfo =
+        pg_conninfo_ + " user=" + role + " dbname=" + dbname;
+    auto d = PgConn::Connect(conninfo);
+    ASSERT_NE(d, nullptr);
+    CreateOutboxTable(*d, table_);
+    d->Exec("ALTER TABLE public." + table_ +
+            " ADD COLUMN kf float8, ADD COLUMN f4 float4, ADD COLUMN f8 "
+            "float8, ADD COLUMN ef float8, ADD COLUMN tf float4");
+    const std::vector<std::string> f8 = {"0.3",
+                                         "0.1::float8 + 0.2::float8",
+                                         "1e23",
+                                         "1.7976931348623157e308",
+                                         "5e-324",
+                                         "1e-310",
+                                         "2.2250738585072014e-308",
+                                         "'-0'",
+                                         "'NaN'",
+                                         "'Infinity'",
+                                         "'-Infinity'",
+                                         "123456789.123456789",
+                                         "1 / 3.0",
+                                         "100",
+                                         "1e15",
+                                         "1e16",
+                                         "pi()",
+                                         "-2.5e-5"};
+    const std::vector<std::string> f4 = {"0.3",
+                                         "3.40282e38",
+                                         "3.4028235e38",
+                                         "1e-45",
+                                         "1e-40",
+                                         "'-0'",
+                                         "'NaN'",
+                                         "'Infinity'",
+                                         "'-Infinity'",
+                                         "1.0000001",
+                                         "16777217",
+                                         "0.1",
+                                         "1.17549435e-38",
+                                         "123456.7",
+                                         "7e-5",
+                                         "1 / 3.0",
+                                         "2.5",
+                                         "1e10"};
+    std::string pins;  // the texts at extra_float_digits 3
+    for (size_t i = 0; i < f8.size(); ++i) {
+      pins += (i ? ", " : "") + ("(" + f8[i]) + ")::float8::text, (" + f4[i] +
+              ")::float4::text";
+    }
+    const std::string pin_sql = "SET extra_float_digits = 3; SELECT " + pins;
+    auto pinned = db_->Query(pin_sql);
+    ASSERT_TRUE(pinned.ok()) << pinned.status();
+    const std::string tf = "1.0000001";  // "1" at 0 and below
+    const std::vector<std::string> prefixes = {"b", "t", "w"};
+    const std::vector<std::vector<std::string>> modes = {
+        {"--set", "postgres.plugin=pgoutput", "--set",
+         "postgres.publication=" + slot_ + "_pub"},
+        {"--set", "postgres.plugin=pgoutput", "--set",
+         "postgres.publication=" + slot_ + "_tpub", "--set",
+         "postgres.pgoutput_binary=off"},
+        {}};  // wal2json
+    for (int digits : {-15, 0, 1, 3}) {
+      SCOPED_TRACE("extra_float_digits " + std::to_string(digits));
+      db_->Exec("ALTER DATABASE " + dbname + " RESET extra_float_digits");
+      db_->Exec("ALTER ROLE " + role + " RESET extra_float_digits");
+      std::string relay_conninfo = conninfo;
+      const std::string set =
+          " SET extra_float_digits = " + std::to_string(digits);
+      switch (by) {
+        case DigitsSetBy::kDatabase:
+          db_->Exec("ALTER DATABASE " + dbname + set);
+          break;
+        case DigitsSetBy::kRole:
+          db_->Exec("ALTER ROLE " + role + set);
+          break;
+        case DigitsSetBy::kConninfo:
+          relay_conninfo +=
+              " options='-c extra_float_digits=" + std::to_string(digits) + "'";
+          break;
+      }
+      // The setting reaches a session made as the relays make theirs.
+      auto probe = PgConn::Connect(relay_conninfo);
+      ASSERT_NE(probe, nullptr);
+      ASSERT_EQ(probe->Scalar("SHOW extra_float_digits"),
+                std::to_string(digits));
+      const std::string agg = aggtype_ + "_" + std::to_string(digits + 20);
+      std::vector<std::unique_ptr<Process>> relays;
+      for (size_t m = 0; m < modes.size(); ++m) {
+        std::vector<std::string> args = RelayArgs();
+        for (size_t i = 0; i + 1 < args.size(); ++i) {
+          if (args[i] == "--pg") args[i + 1] = relay_conninfo;
+          if (args[i] == "--slot") args[i + 1] = slot_ + "_" + prefixes[m];
+        }
+        args.insert(args.end(), modes[m].begin(), modes[m].end());
+        args.insert(
+            args.end(),
+            {"--topic", prefixes[m] + ".{aggregatetype}.{tf}", "--set",
+             "outbox.key=kf", "--set",
+             "outbox.fields=f4:header,f8:header:h8,ef:envelope:e8,tf:header",
+             "--set", "postgres.state_dir=" + StateDir() + "/" + prefixes[m]});
+        relays.push_back(Process::Start(
+            args, dir_ + "/" + prefixes[m] + std::to_string(digits) + ".log"));
+      }
+      ASSERT_TRUE(WaitUntil(
+          [&] {
+            return db_->Scalar(
+                       "SELECT count(*) FROM pg_replication_slots WHERE "
+                       "active AND slot_name IN ('" +
+                       slot_ + "_b', '" + slot_ + "_t', '" + slot_ + "_w')") ==
+                   "3";
+          },
+          60000))
+          << relays[0]->Output() << relays[1]->Output() << relays[2]->Output();
+      EXPECT_THAT(StartReplicationCommand(slot_ + "_b"),
+                  HasSubstr("binary 'true'"));
+      for (size_t i = 0; i < f8.size(); ++i) {
+        // The key is never NaN or infinite (a NULL key is poison).
+        const std::string key =
+            (*pinned)[0][2 * i] == "NaN" ||
+                    absl::StrContains((*pinned)[0][2 * i], "Infinity")
+                ? "0.1 * " + std::to_string(i)
+                : f8[i];
+        d->Exec("INSERT INTO public." + table_ +
+                " (id, aggregatetype, aggregateid, type, payload, kf, f4, f8, "
+                "ef, tf) VALUES (gen_random_uuid(), '" +
+                agg + "', 'a', 'T', '{\"i\": " + std::to_string(i) + "}', " +
+                key + ", " + f4[i] + ", " + f8[i] + ", " +
+                f8[f8.size() - 1 - i] + ", " + tf + ")");
+      }
+      const std::string suffix = "." + agg + "." + tf;
+      ExpectSameRecords("b" + suffix, "t" + suffix, f8.size(), *relays[0],
+                        *relays[1]);
+      ExpectSameRecords("b" + suffix, "w" + suffix, f8.size(), *relays[0],
+                        *relays[2]);
+      // And the texts are extra_float_digits 3's.
+      auto got = ConsumeAll(env_->kafka_brokers(), {"b" + suffix}, f8.size());
+      ASSERT_EQ(got.size(), f8.size()) << relays[0]->Output();
+      for (const KafkaMessage& k : got) {
+        const size_t i = static_cast<size_t>(
+            std::stoi(k.value.substr(k.value.find("\"i\": ") + 5)));
+        const std::string& want8 = (*pinned)[0][2 * i];
+        const std::string& want4 = (*pinned)[0][2 * i + 1];
+        const auto finite = [](const std::string& t) {
+          return t != "NaN" && !absl::StrContains(t, "Infinity");
+        };
+        if (finite(want8)) {
+          EXPECT_EQ(k.key, want8) << i;
+          EXPECT_EQ(k.Header("h8"), want8) << i;
+        }
+        if (finite(want4)) {
+          EXPECT_EQ(k.Header("f4"), want4) << i;
+        }
+      }
+      for (auto& r : relays) {
+        r->Signal(SIGTERM);
+        EXPECT_EQ(r->Wait(30000), 0) << r->Output();
+      }
+    }
+    for (const std::string& p : prefixes) {
+      db_->Query("SELECT pg_drop_replication_slot('" + slot_ + "_" + p + "')")
+          .status()
+          .IgnoreError();
+    }
+    d.reset();
+    db_->Query("DROP DATABASE " + dbname + " WITH (FORCE)")
+        .status()
+        .IgnoreError();
+    db_->Query("DROP ROLE " + role).status().IgnoreError();
+  }
+};
+
+TEST_F(FloatDigitsE2ETest, ByTheDatabaseFloatsDoNotDependOnTheTransferMode) {
+  Run(DigitsSetBy::kDatabase);
+}
+
+TEST_F(FloatDigitsE2ETest, ByTheRoleFloatsDoNotDependOnTheTransferMode) {
+  Run(DigitsSetBy::kRole);
+}
+
+TEST_F(FloatDigitsE2ETest, ByConninfoFloatsDoNotDependOnTheTransferMode) {
+  Run(DigitsSetBy::kConninfo);
+}
+
+// A poison row (an illegal topic) dead-lettered by a binary and a text
+// relay: the same dead letter, byte for byte, holding the row as text mode
+// sends it (the uuid as its text, not its 16 send-format bytes).
+TEST_F(PgOutputBinaryE2ETest, DeadLettersAreTheSameInBinaryAndText) {
+  db_->Exec("ALTER TABLE public." + table_ +
+            " ADD COLUMN ratio float8, ADD COLUMN amount numeric, ADD COLUMN "
+            "flag bool, ADD COLUMN blob bytea, ADD COLUMN due date");
+  const std::string dl_b = UniqueName("dlb"), dl_t = UniqueName("dlt");
+  auto second = StartBinaryAndText(
+      {"--set", "outbox.on_invalid=dead_letter", "--topic", "{aggregatetype}"},
+      {"--set", "outbox.dead_letter_topic=" + dl_b},
+      {"--set", "outbox.dead_letter_topic=" + dl_t});
+  ASSERT_NE(second, nullptr);
+  std::vector<std::string> ids;
+  for (int n = 0; n < 3; ++n) {
+    ids.push_back(db_->Scalar("SELECT gen_random_uuid()"));
+    db_->Exec("INSERT INTO public." + table_ +
+              " (id, aggregatetype, aggregateid, type, payload, created_at, "
+              "ratio, amount, flag, blob, due) VALUES ('" +
+              ids.back() + "', 'not a topic " + aggtype_ + "', 'k', 'T', " +
+              (n == 1 ? "NULL" : "'{\"n\": " + std::to_string(n) + "}'") +
+              ", timestamptz '2026-11-25 16:04:55.12+00', " +
+              (n == 2 ? "NULL, NULL, NULL, NULL, NULL"
+                      : "0.1::float8 + 0.2::float8, -12.50, true, '\\x00ff5c', "
+                        "date '0100-02-03'") +
+              ")");
+  }
+  const auto enough = [&](const std::vector<KafkaMessage>& m) {
+    return m.size() >= ids.size();
+  };
+  auto got_b = ConsumeUntil(env_->kafka_brokers(), {dl_b}, enough, 60000);
+  auto got_t = ConsumeUntil(env_->kafka_brokers(), {dl_t}, enough, 60000);
+  ASSERT_EQ(got_b.size(), ids.size()) << relay_->Output();
+  ASSERT_EQ(got_t.size(), ids.size()) << second->Output();
+  std::map<std::string, const KafkaMessage*> b, t;
+  for (const auto& m : got_b) b[m.Header("id")] = &m;
+  for (const auto& m : got_t) t[m.Header("id")] = &m;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_TRUE(b.count(ids[i]) && t.count(ids[i])) << ids[i];
+    const KafkaMessage& x = *b[ids[i]];
+    const KafkaMessage& y = *t[ids[i]];
+    EXPECT_EQ(absl::CEscape(x.value), absl::CEscape(y.value)) << ids[i];
+    EXPECT_EQ(x.headers, y.headers);
+    EXPECT_EQ(x.key, y.key);
+    // Readable: the uuid and the timestamp as their text.
+    EXPECT_THAT(x.value, HasSubstr(ids[i]));
+    EXPECT_THAT(x.value, HasSubstr("2026-11-25 16:04:55.12+00"));
+    if (i == 0) {
+      EXPECT_THAT(x.value, HasSubstr("0.30000000000000004"));
+      EXPECT_THAT(x.value, HasSubstr("\\x00ff5c"));
+    }
+  }
+  EXPECT_TRUE(relay_->Running()) << relay_->Output();
+  second->Signal(SIGTERM);
+  EXPECT_EQ(second->Wait(30000), 0) << second->Output();
+  db_->Query("SELECT pg_drop_replication_slot('" + slot_ + "_t')")
+      .status()
+      .IgnoreError();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -673,6 +674,108 @@ TEST(PgOutputBinaryDecoderTest, BinaryValuesBecomeTheirTextModeColumns) {
     EXPECT_EQ(c.columns[5].value, "{\"a\": 1}");
     EXPECT_EQ(c.columns[6].value, "text");
   }
+}
+
+// A dead letter carries the row as text mode sends it: a binary Insert
+// (uuid, float8, bytea, bool, NULL, a text value) becomes the very bytes
+// the walsender sends without binary 'true'.
+TEST(PgOutputBinaryDecoderTest, DeadLetterFormIsTheTextModeMessage) {
+  const PgMessage relation = PgMessage('R')
+                                 .U32(9)
+                                 .Str("public")
+                                 .Str("t")
+                                 .U8('d')
+                                 .U16(6)
+                                 .U8(1)
+                                 .Str("id")
+                                 .U32(2950)
+                                 .U32(0xFFFFFFFF)
+                                 .U8(0)
+                                 .Str("f")
+                                 .U32(701)
+                                 .U32(0xFFFFFFFF)
+                                 .U8(0)
+                                 .Str("by")
+                                 .U32(17)
+                                 .U32(0xFFFFFFFF)
+                                 .U8(0)
+                                 .Str("b")
+                                 .U32(16)
+                                 .U32(0xFFFFFFFF)
+                                 .U8(0)
+                                 .Str("n")
+                                 .U32(25)
+                                 .U32(0xFFFFFFFF)
+                                 .U8(0)
+                                 .Str("t")
+                                 .U32(25)
+                                 .U32(0xFFFFFFFF);
+  const std::string uuid(
+      "\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef", 16);
+  const std::string binary =
+      PgMessage('I')
+          .U32(9)
+          .U8('N')
+          .U16(6)
+          .Raw(Binary(uuid))
+          .Raw(Binary(std::string("\x3f\xd3\x33\x33\x33\x33\x33\x33", 8)))
+          .Raw(Binary(std::string("\0\xff", 2)))
+          .Raw(Binary(std::string(1, '\0')))
+          .Null()
+          .Text("Zoë")
+          .str();
+  const std::string text = PgMessage('I')
+                               .U32(9)
+                               .U8('N')
+                               .U16(6)
+                               .Text("01234567-89ab-cdef-0123-456789abcdef")
+                               .Text("0.3")
+                               .Text("\\x00ff")
+                               .Text("f")
+                               .Null()
+                               .Text("Zoë")
+                               .str();
+  PgOutputDecoder decoder(/*binary=*/true);
+  Change c;
+  ASSERT_TRUE(decoder.Decode(relation, &c).ok());
+  ASSERT_TRUE(decoder.Decode(binary, &c).ok());
+  EXPECT_EQ(absl::CEscape(decoder.DeadLetterForm(binary)), absl::CEscape(text));
+  // The Change it decoded stays valid.
+  EXPECT_EQ(c.columns[0].value, "01234567-89ab-cdef-0123-456789abcdef");
+  // An Update's old key and new row alike.
+  const std::string old_key = PgMessage('K')
+                                  .U16(6)
+                                  .Raw(Binary(uuid))
+                                  .Null()
+                                  .Null()
+                                  .Null()
+                                  .Null()
+                                  .Null()
+                                  .str();
+  std::string update =
+      absl::StrCat("U", binary.substr(1, 4), old_key, binary.substr(5));
+  std::string update_text =
+      absl::StrCat("U", text.substr(1, 4),
+                   PgMessage('K')
+                       .U16(6)
+                       .Text("01234567-89ab-cdef-0123-456789abcdef")
+                       .Null()
+                       .Null()
+                       .Null()
+                       .Null()
+                       .Null()
+                       .str(),
+                   text.substr(5));
+  EXPECT_EQ(absl::CEscape(decoder.DeadLetterForm(update)),
+            absl::CEscape(update_text));
+  // Text mode, and what it cannot read, as is.
+  PgOutputDecoder text_decoder;
+  ASSERT_TRUE(text_decoder.Decode(relation, &c).ok());
+  ASSERT_TRUE(text_decoder.Decode(text, &c).ok());
+  EXPECT_EQ(text_decoder.DeadLetterForm(text), text);
+  const std::string cut = binary.substr(0, binary.size() - 3);
+  EXPECT_EQ(decoder.DeadLetterForm(cut), cut);
+  EXPECT_EQ(decoder.DeadLetterForm("M"), "M");
 }
 
 TEST(PgOutputBinaryDecoderTest, ARelationWithATypeItCannotFormatIsRefused) {
