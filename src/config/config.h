@@ -83,6 +83,10 @@ struct PostgresConfig {
   std::string standby_password_file;
   // Where the slot marker lives (relay/stored_slot_marker.h).
   SlotMarkerBackend slot_marker = SlotMarkerBackend::kFile;
+  // slot_marker kafka: this relay's identity, unique among the relays
+  // sharing kafka.state_topic; the marker's key is "<slot_marker_id>/<slot>"
+  // (kafka/state_topic.h). Required under slot_marker kafka.
+  std::string slot_marker_id;
   // slot_marker file: its directory; empty: the default,
   // $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.
   std::string state_dir;
