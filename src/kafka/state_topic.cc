@@ -39,6 +39,7 @@ absl::StatusOr<std::optional<std::string>> KafkaSlotMarkerStore::Load(
       // Maybe only creating or describing is denied: reading may work.
       Log(Severity::kWarn, std::string(t.status().message()),
           {{"state_topic", topic_}});
+      unchecked_ = std::string(t.status().message());
     } else if (t->created) {
       Log(Severity::kInfo, "created the state topic",
           {{"topic", topic_}, {"cleanup.policy", t->cleanup_policy}});
@@ -58,7 +59,14 @@ absl::StatusOr<std::optional<std::string>> KafkaSlotMarkerStore::Load(
   absl::StatusOr<std::vector<std::optional<std::string>>> values =
       ReadLatestValues(options_, topic_, keys, timeout_ms_, "state topic",
                        /*topic_exists=*/true);
-  if (!values.ok()) return values.status();
+  if (!values.ok()) {
+    if (!absl::IsUnavailable(values.status()) || unchecked_.empty()) {
+      return values.status();
+    }
+    return absl::UnavailableError(
+        absl::StrCat(values.status().message(),
+                     "; whether it exists could not be checked: ", unchecked_));
+  }
   if ((*values)[0].has_value() || keys.size() == 1) return (*values)[0];
   if ((*values)[1].has_value()) {
     Log(Severity::kInfo,

@@ -67,6 +67,8 @@ class KafkaSlotMarkerStore final : public SlotMarkerStore {
   const std::string key_;
   const int timeout_ms_;
   bool topic_checked_ = false;
+  // Why the first Load() could not check the topic; "" when it could.
+  std::string unchecked_;
   std::unique_ptr<RdKafkaSink> producer_;  // made at a Save() without one
 };
 

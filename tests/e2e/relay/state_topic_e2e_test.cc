@@ -84,10 +84,12 @@ class StateTopicE2ETest : public ::testing::Test {
   }
 
   // The relay's producer options: the super user, or user "relay" over
-  // SASL; with enable.gapless.guarantee, as under on_invalid: halt.
+  // SASL; with enable.gapless.guarantee, as the relay's under on_invalid:
+  // halt (kafka.properties holds enable.idempotence with it).
   static KafkaOptions Options(bool as_relay_user = false) {
     KafkaOptions o;
     o.brokers = as_relay_user ? sasl_ : plaintext_;
+    o.properties["enable.idempotence"] = "true";
     o.properties["enable.gapless.guarantee"] = "true";
     if (as_relay_user) {
       o.properties["security.protocol"] = "SASL_PLAINTEXT";

@@ -67,7 +67,7 @@ outbox-relay/database: {{ .db.name }}
 {{- /* The relay's identity, keying its slot marker in kafka.state_topic
        (postgres.slot_marker kafka): unique per database entry of the release,
        and unchanged by anything the server goes through. */ -}}
-{{- if and (eq $root.Values.mode "relay") (not $pg.slot_marker_id) -}}
+{{- if not $pg.slot_marker_id -}}
 {{- $_ := set $pg "slot_marker_id" (printf "%s/%s/%s" $root.Release.Namespace $root.Release.Name .db.name) -}}
 {{- end -}}
 {{- if $root.Values.persistence.enabled -}}
