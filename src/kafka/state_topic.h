@@ -57,6 +57,9 @@ class KafkaSlotMarkerStore final : public SlotMarkerStore {
 
   // The record's key: "<marker id>/<slot>".
   const std::string& key() const { return key_; }
+  // Tests only: the producer the next Save() uses; null before the first
+  // Save() and after a failed one dropped it.
+  RdKafkaSink* producer_for_testing() { return producer_.get(); }
 
  private:
   absl::Status SaveOnce(const std::string& text);

@@ -184,9 +184,20 @@ TEST_F(SlotLifeTest, TheKafkaMarkerRefusesADroppedSlotAndANewCluster) {
   ASSERT_TRUE(active_on(db_.get())) << relay_->Output();
   auto relay_b = Process::Start(relay_args(conninfo_b, id_b), dir_ + "/b.log");
   ASSERT_TRUE(active_on(db_b.get())) << relay_b->Output();
-  EXPECT_THAT(relay_b->Output(), HasSubstr("slot_created=true"));
-  EXPECT_THAT(relay_->Output(),
-              HasSubstr("the record keyed " + id_a + "/" + slot_));
+  // Each relay's own word (logged just after it took its slot).
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return relay_b->Output().find("slot_created=true") != std::string::npos;
+      },
+      30000))
+      << relay_b->Output();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return relay_->Output().find("the record keyed " + id_a + "/" +
+                                     slot_) != std::string::npos;
+      },
+      30000))
+      << relay_->Output();
   Write(1, 3, 2, 0, &committed_, &rolled_back_);
   Audit(committed_, rolled_back_, committed_.size());
   stop(relay_.get());

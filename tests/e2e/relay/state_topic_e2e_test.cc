@@ -13,7 +13,8 @@
 //     marker";
 //   - a write refused for a missing WRITE ACL succeeds by itself once the
 //     ACL is granted, with the producer options the relay has under
-//     on_invalid: halt (enable.gapless.guarantee).
+//     on_invalid: halt (enable.gapless.guarantee); a fatal producer error
+//     fails one write, not every later one.
 #include <librdkafka/rdkafka.h>
 
 #include <cstdlib>
@@ -290,6 +291,35 @@ TEST_F(StateTopicE2ETest, AWriteAclGrantedLateIsUsed) {
   ASSERT_TRUE(now.ok()) << now.status();
   ASSERT_TRUE(now->has_value());
   EXPECT_THAT(**now, HasSubstr("confirmed_lsn=0/16B3748\n"));
+}
+
+// Item 4: a fatal producer error raised between two writes (librdkafka's
+// broker thread: an idempotence sequence gone wrong, a PID refused) fails
+// one write, not every later one; and the marker's producer never has
+// enable.gapless.guarantee, though the relay's options ask for it.
+TEST_F(StateTopicE2ETest, AFatalProducerErrorDoesNotOutliveOneWrite) {
+  KafkaSlotMarkerStore store(Options(), topic_, "relay-a", kSlot, 10000);
+  ASSERT_TRUE(WaitUntil([&] { return store.Load("7001").ok(); }, 60000));
+  ASSERT_TRUE(
+      WaitUntil([&] { return store.Save("7001", "first").ok(); }, 60000));
+  RdKafkaSink* producer = store.producer_for_testing();
+  ASSERT_NE(producer, nullptr);
+  EXPECT_EQ(producer->effective_properties().count("enable.gapless.guarantee"),
+            0u);
+  ASSERT_TRUE(producer
+                  ->InjectFatalErrorForTesting(
+                      RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                      "injected by the test")
+                  .ok());
+  absl::Status failed = store.Save("7001", "second");
+  EXPECT_TRUE(absl::IsUnavailable(failed)) << failed;
+  absl::Status next = store.Save("7001", "third");
+  EXPECT_TRUE(next.ok()) << "a fatal error outlived its write: " << next;
+  absl::StatusOr<std::optional<std::string>> now =
+      ReadLatestValue(Options(), topic_, std::string("relay-a/") + kSlot, 10000,
+                      "state topic", true);
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(now->value_or(""), "third");
 }
 
 }  // namespace
