@@ -210,7 +210,7 @@ struct KafkaConfig {
   std::string transactional_id;
   std::string checkpoint_topic = "outbox.relay.checkpoints";
   // postgres.slot_marker kafka: the compacted topic of the slot markers,
-  // one record per system identifier and slot.
+  // one record per postgres.slot_marker_id and slot.
   std::string state_topic = "outbox.relay.state";
   int64_t transaction_max_ms = 100;
   int64_t transaction_max_events = 10000;

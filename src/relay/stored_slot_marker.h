@@ -83,9 +83,9 @@ absl::StatusOr<std::string> DefaultStateDir();
 
 class StoredSlotMarker final : public SlotMarker {
  public:
-  // Reads the marker of `slot` now unless the store is keyed by system
-  // identifier. `acknowledged_loss`: kInvalidLsn, or the LSN of
-  // postgres.acknowledge_slot_loss. Errors: the store's Load().
+  // Reads the marker of `slot` now unless the store is read once the server
+  // is known (keyed_by_system()). `acknowledged_loss`: kInvalidLsn, or the LSN
+  // of postgres.acknowledge_slot_loss. Errors: the store's Load().
   static absl::StatusOr<std::unique_ptr<StoredSlotMarker>> Open(
       std::unique_ptr<SlotMarkerStore> store, const std::string& slot,
       Lsn acknowledged_loss);
