@@ -65,6 +65,7 @@ postgres:
   slot: $slot
   publication: $slot
   slot_marker: kafka
+  slot_marker_id: takeover-$run_id
   standby_retry_ms: $retry_ms
 outbox:
   topic: "outbox.$agg.{aggregatetype}"

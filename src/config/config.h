@@ -83,6 +83,10 @@ struct PostgresConfig {
   std::string standby_password_file;
   // Where the slot marker lives (relay/stored_slot_marker.h).
   SlotMarkerBackend slot_marker = SlotMarkerBackend::kFile;
+  // slot_marker kafka: this relay's identity, unique among the relays
+  // sharing kafka.state_topic; the marker's key is "<slot_marker_id>/<slot>"
+  // (kafka/state_topic.h). Required under slot_marker kafka.
+  std::string slot_marker_id;
   // slot_marker file: its directory; empty: the default,
   // $XDG_STATE_HOME/outbox-relay or ~/.local/state/outbox-relay.
   std::string state_dir;
@@ -206,7 +210,7 @@ struct KafkaConfig {
   std::string transactional_id;
   std::string checkpoint_topic = "outbox.relay.checkpoints";
   // postgres.slot_marker kafka: the compacted topic of the slot markers,
-  // one record per system identifier and slot.
+  // one record per postgres.slot_marker_id and slot.
   std::string state_topic = "outbox.relay.state";
   int64_t transaction_max_ms = 100;
   int64_t transaction_max_events = 10000;

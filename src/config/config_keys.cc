@@ -120,6 +120,16 @@ std::vector<ConfigKey> BuildKeys() {
              "kafka (the compacted topic kafka.state_topic, so instances "
              "need no disk of their own, e.g. Kubernetes pods)")
           .For(kRelayOnly));
+  add(Global("postgres.slot_marker_id", G(postgres.slot_marker_id),
+             "slot_marker kafka (required there): this relay's name, unique "
+             "among the relays sharing kafka.state_topic and kept for its "
+             "life (the Helm chart uses <namespace>/<release>/<database "
+             "entry>); the marker's key is <slot_marker_id>/<slot>, so a "
+             "server with a new system identifier (pg_upgrade, a restore) "
+             "finds the marker and is refused, and relays of other clusters "
+             "never read it. A marker an older relay wrote under <system "
+             "identifier>/<slot> is read when this key has none")
+          .For(kRelayOnly));
   add(Global("postgres.standby_password_file",
              G(postgres.standby_password_file),
              "file holding the password for postgres.standby_conninfo, read "
@@ -374,8 +384,8 @@ std::vector<ConfigKey> BuildKeys() {
           .For(kRelayOnly));
   add(Global("kafka.state_topic", G(kafka.state_topic),
              "postgres.slot_marker kafka: the compacted topic holding one "
-             "slot marker per system identifier and slot (created compacted "
-             "when missing)")
+             "slot marker per postgres.slot_marker_id and slot (created "
+             "compacted when missing)")
           .For(kRelayOnly));
   add(Global("kafka.checkpoint_topic", G(kafka.checkpoint_topic),
              "exactly_once: the compacted topic holding one checkpoint per "

@@ -62,6 +62,14 @@ absl::Status ValidateConfig(const Config& c) {
                      "exactly-once checkpoints need topics of their own (each "
                      "would read the other's records); name another"));
   }
+  if (c.postgres.slot_marker == SlotMarkerBackend::kKafka &&
+      c.postgres.slot_marker_id.empty()) {
+    return InvalidConfigValue(
+        "postgres.slot_marker_id",
+        "must be set when postgres.slot_marker is kafka: a name for this "
+        "relay, unique among the relays sharing kafka.state_topic (the Helm "
+        "chart sets it); it keys the slot marker");
+  }
   if (c.postgres.reconnect_backoff_max_ms <
       c.postgres.reconnect_backoff_initial_ms) {
     return InvalidConfigValue(

@@ -99,8 +99,12 @@ absl::Status TopicError(absl::string_view what, const std::string& topic,
     case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
       if (!topic_exists) return absl::NotFoundError(topic);
       return absl::UnavailableError(absl::StrCat(
-          "the ", what, " ", topic, " exists but the broker does not know it (",
-          rd_kafka_err2str(e), "; stale metadata after a restart?)"));
+          "the ", what, " ", topic,
+          " was seen to exist (or could not be checked) but the broker does "
+          "not know it (",
+          rd_kafka_err2str(e),
+          "; stale metadata after a restart?): retried, never taken for "
+          "nothing recorded"));
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
@@ -123,15 +127,16 @@ absl::Status CheckpointTopicError(const std::string& topic, int err,
 
 namespace {
 
-// Every record with `key` in `topic`, in offset order, to on_value (nullopt
-// for a tombstone), read as ReadCheckpoint's comment says: to the high
-// watermark, never stopping at a last stable offset below it. OK without a
-// call when the topic does not exist (and topic_exists is false).
+// Every record with one of `keys` in `topic`, in offset order, to on_value
+// (the key's index in `keys`; nullopt for a tombstone), read as
+// ReadCheckpoint's comment says: to the high watermark, never stopping at a
+// last stable offset below it. OK without a call when the topic does not
+// exist (and topic_exists is false).
 absl::Status ReadKeyedValues(
     const KafkaOptions& options, const std::string& topic,
-    const std::string& key, int timeout_ms, absl::string_view what,
-    bool topic_exists,
-    const std::function<absl::Status(std::optional<absl::string_view>)>&
+    const std::vector<std::string>& keys, int timeout_ms,
+    absl::string_view what, bool topic_exists,
+    const std::function<absl::Status(size_t, std::optional<absl::string_view>)>&
         on_value) {
   // The high watermarks come from a read_uncommitted client: a
   // read_committed one may answer with the last stable offset.
@@ -163,8 +168,8 @@ absl::Status ReadKeyedValues(
     partitions = md->topics[0].partition_cnt;
     for (int p = 0; p < partitions && topic_status.ok(); ++p) {
       if (md->topics[0].partitions[p].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        topic_status = CheckpointTopicError(
-            topic, md->topics[0].partitions[p].err, topic_exists);
+        topic_status = TopicError(what, topic, md->topics[0].partitions[p].err,
+                                  topic_exists);
       }
     }
     if (topic_status.ok() && partitions == 0) {
@@ -246,22 +251,26 @@ absl::Status ReadKeyedValues(
       absl::Status s = m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED
                            ? TopicError(what, topic, m->err, true)
                            : absl::UnavailableError(absl::StrCat(
-                                 "cannot read the checkpoint topic ", topic,
-                                 ": ", rd_kafka_message_errstr(m)));
+                                 "cannot read the ", what, " ", topic, ": ",
+                                 rd_kafka_message_errstr(m)));
       rd_kafka_message_destroy(m);
       return s;
-    } else if (m->key != nullptr &&
-               absl::string_view(static_cast<const char*>(m->key),
-                                 m->key_len) == key) {
-      // A tombstone (null value) deletes the key.
-      std::optional<absl::string_view> value;
-      if (m->payload != nullptr) {
-        value = absl::string_view(static_cast<const char*>(m->payload), m->len);
-      }
-      absl::Status s = on_value(value);
-      if (!s.ok()) {
-        rd_kafka_message_destroy(m);
-        return s;
+    } else if (m->key != nullptr) {
+      const absl::string_view k(static_cast<const char*>(m->key), m->key_len);
+      const auto it = std::find(keys.begin(), keys.end(), k);
+      if (it != keys.end()) {
+        // A tombstone (null value) deletes the key.
+        std::optional<absl::string_view> value;
+        if (m->payload != nullptr) {
+          value =
+              absl::string_view(static_cast<const char*>(m->payload), m->len);
+        }
+        absl::Status s =
+            on_value(static_cast<size_t>(it - keys.begin()), value);
+        if (!s.ok()) {
+          rd_kafka_message_destroy(m);
+          return s;
+        }
       }
     }
     rd_kafka_message_destroy(m);
@@ -271,21 +280,32 @@ absl::Status ReadKeyedValues(
 
 }  // namespace
 
+absl::StatusOr<std::vector<std::optional<std::string>>> ReadLatestValues(
+    const KafkaOptions& options, const std::string& topic,
+    const std::vector<std::string>& keys, int timeout_ms,
+    absl::string_view what, bool topic_exists) {
+  std::vector<std::optional<std::string>> last(keys.size());
+  RETURN_IF_ERROR(
+      ReadKeyedValues(options, topic, keys, timeout_ms, what, topic_exists,
+                      [&last](size_t i, std::optional<absl::string_view> v) {
+                        if (v.has_value()) {
+                          last[i] = std::string(*v);
+                        } else {
+                          last[i].reset();
+                        }
+                        return absl::OkStatus();
+                      }));
+  return last;
+}
+
 absl::StatusOr<std::optional<std::string>> ReadLatestValue(
     const KafkaOptions& options, const std::string& topic,
-    const std::string& key, int timeout_ms, absl::string_view what) {
-  std::optional<std::string> last;
-  RETURN_IF_ERROR(ReadKeyedValues(options, topic, key, timeout_ms, what,
-                                  /*topic_exists=*/false,
-                                  [&last](std::optional<absl::string_view> v) {
-                                    if (v.has_value()) {
-                                      last = std::string(*v);
-                                    } else {
-                                      last.reset();
-                                    }
-                                    return absl::OkStatus();
-                                  }));
-  return last;
+    const std::string& key, int timeout_ms, absl::string_view what,
+    bool topic_exists) {
+  ASSIGN_OR_RETURN(
+      std::vector<std::optional<std::string>> values,
+      ReadLatestValues(options, topic, {key}, timeout_ms, what, topic_exists));
+  return values[0];
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
@@ -297,17 +317,17 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
   last.system_identifier = system_identifier;
   last.slot = slot;
   bool found = false;
-  RETURN_IF_ERROR(
-      ReadKeyedValues(options, topic, Checkpoint::Key(system_identifier, slot),
-                      timeout_ms, "checkpoint topic", topic_exists,
-                      [&](std::optional<absl::string_view> v) -> absl::Status {
-                        if (!v.has_value()) return absl::OkStatus();
-                        ASSIGN_OR_RETURN(Checkpoint c, Checkpoint::Parse(*v));
-                        // The furthest one, whatever the read order.
-                        if (!found || c.After(last)) last = c;
-                        found = true;
-                        return absl::OkStatus();
-                      }));
+  RETURN_IF_ERROR(ReadKeyedValues(
+      options, topic, {Checkpoint::Key(system_identifier, slot)}, timeout_ms,
+      "checkpoint topic", topic_exists,
+      [&](size_t, std::optional<absl::string_view> v) -> absl::Status {
+        if (!v.has_value()) return absl::OkStatus();
+        ASSIGN_OR_RETURN(Checkpoint c, Checkpoint::Parse(*v));
+        // The furthest one, whatever the read order.
+        if (!found || c.After(last)) last = c;
+        found = true;
+        return absl::OkStatus();
+      }));
   return last;
 }
 

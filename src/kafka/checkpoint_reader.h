@@ -25,6 +25,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/checkpoint.h"
@@ -33,11 +34,21 @@
 namespace outbox {
 
 // The value of the newest record with `key` in compacted `topic`, read the
-// same way; nullopt when there is none or the topic does not exist. `what`
-// names the topic in errors ("state topic").
+// same way; nullopt when there is none, or when the topic does not exist and
+// `topic_exists` is false. With `topic_exists` true (the caller saw the topic
+// exist or created it, or could not check), an unknown topic is Unavailable
+// (a broker restarting, stale metadata), never "none". `what` names the
+// topic in errors ("state topic").
 absl::StatusOr<std::optional<std::string>> ReadLatestValue(
     const KafkaOptions& options, const std::string& topic,
-    const std::string& key, int timeout_ms, absl::string_view what);
+    const std::string& key, int timeout_ms, absl::string_view what,
+    bool topic_exists);
+// The same for several keys in one pass over the topic: one value per key,
+// in the order of `keys`.
+absl::StatusOr<std::vector<std::optional<std::string>>> ReadLatestValues(
+    const KafkaOptions& options, const std::string& topic,
+    const std::vector<std::string>& keys, int timeout_ms,
+    absl::string_view what, bool topic_exists);
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
                                           const std::string& topic,

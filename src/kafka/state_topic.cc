@@ -1,5 +1,8 @@
 #include "kafka/state_topic.h"
 
+#include <memory>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "core/checkpoint.h"
@@ -9,22 +12,20 @@
 namespace outbox {
 
 KafkaSlotMarkerStore::KafkaSlotMarkerStore(KafkaOptions options,
-                                           std::string topic, std::string slot,
-                                           int timeout_ms)
+                                           std::string topic,
+                                           std::string marker_id,
+                                           std::string slot, int timeout_ms)
     : options_(std::move(options)),
       topic_(std::move(topic)),
       slot_(std::move(slot)),
+      key_(absl::StrCat(marker_id, "/", slot_)),
       timeout_ms_(timeout_ms) {}
 
 KafkaSlotMarkerStore::~KafkaSlotMarkerStore() = default;
 
-std::string KafkaSlotMarkerStore::Key(const std::string& system_id) const {
-  return Checkpoint::Key(system_id, slot_);
-}
-
-std::string KafkaSlotMarkerStore::where(const std::string& system_id) const {
-  return absl::StrCat("the record keyed ", Key(system_id), " in Kafka topic ",
-                      topic_, " (postgres.slot_marker kafka)");
+std::string KafkaSlotMarkerStore::where(const std::string&) const {
+  return absl::StrCat("the record keyed ", key_, " in Kafka topic ", topic_,
+                      " (postgres.slot_marker kafka)");
 }
 
 absl::StatusOr<std::optional<std::string>> KafkaSlotMarkerStore::Load(
@@ -38,6 +39,7 @@ absl::StatusOr<std::optional<std::string>> KafkaSlotMarkerStore::Load(
       // Maybe only creating or describing is denied: reading may work.
       Log(Severity::kWarn, std::string(t.status().message()),
           {{"state_topic", topic_}});
+      unchecked_ = std::string(t.status().message());
     } else if (t->created) {
       Log(Severity::kInfo, "created the state topic",
           {{"topic", topic_}, {"cleanup.policy", t->cleanup_policy}});
@@ -49,46 +51,85 @@ absl::StatusOr<std::optional<std::string>> KafkaSlotMarkerStore::Load(
           {{"topic", topic_}, {"cleanup.policy", t->cleanup_policy}});
     }
   }
-  return ReadLatestValue(options_, topic_, Key(system_id), timeout_ms_,
-                         "state topic");
+  // The topic exists (seen or created), or whether it does could not be
+  // checked: either way "unknown topic" is a broker that does not know it
+  // yet, not "no marker".
+  std::vector<std::string> keys = {key_};
+  if (!system_id.empty()) keys.push_back(Checkpoint::Key(system_id, slot_));
+  absl::StatusOr<std::vector<std::optional<std::string>>> values =
+      ReadLatestValues(options_, topic_, keys, timeout_ms_, "state topic",
+                       /*topic_exists=*/true);
+  if (!values.ok()) {
+    if (!absl::IsUnavailable(values.status()) || unchecked_.empty()) {
+      return values.status();
+    }
+    return absl::UnavailableError(
+        absl::StrCat(values.status().message(),
+                     "; whether it exists could not be checked: ", unchecked_));
+  }
+  if ((*values)[0].has_value() || keys.size() == 1) return (*values)[0];
+  if ((*values)[1].has_value()) {
+    Log(Severity::kInfo,
+        "read the slot marker an older relay wrote under the system "
+        "identifier; it is written under postgres.slot_marker_id from now on",
+        {{"topic", topic_}, {"old_key", keys[1]}, {"key", key_}});
+  }
+  return (*values)[1];
 }
 
-absl::Status KafkaSlotMarkerStore::Save(const std::string& system_id,
+absl::Status KafkaSlotMarkerStore::Save(const std::string&,
                                         const std::string& text) {
+  absl::Status s = SaveOnce(text);
+  if (!s.ok() && producer_ != nullptr) {
+    // Whatever failed (a refused Produce(), a delivery error, a fatal
+    // producer error, a timeout), the next Save() starts from a new
+    // producer: nothing of this one's state (an idempotence sequence gone
+    // wrong, a fatal error) can stall the marker until a restart. Purged,
+    // the record cannot land after a newer one.
+    producer_->Purge();
+    producer_->Poll(0);
+    producer_.reset();
+  }
+  return s;
+}
+
+absl::Status KafkaSlotMarkerStore::SaveOnce(const std::string& text) {
   if (producer_ == nullptr) {
     KafkaOptions o = options_;
     o.on_connection_state = nullptr;
     o.transactional_id.clear();
     o.properties["client.id"] = "outbox-relay-state";
+    // One record at a time, each awaited: nothing to keep in order behind a
+    // refused one, and a gapless producer's fatal error would outlive the
+    // cause (relay_config.cc sets it for the events under on_invalid halt).
+    o.properties.erase("enable.gapless.guarantee");
     absl::StatusOr<std::unique_ptr<RdKafkaSink>> p = RdKafkaSink::Create(o);
     if (!p.ok()) return p.status();
     producer_ = std::move(*p);
   }
-  absl::Status delivered = absl::UnavailableError("no delivery report");
+  const auto failed = [this](absl::string_view why) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot write the slot marker to ", topic_, ": ", why));
+  };
+  if (absl::Status h = producer_->health(); !h.ok()) return failed(h.message());
+  // Shared: Save() purges after a failure, which reports after this returns.
+  auto delivered = std::make_shared<absl::Status>(
+      absl::UnavailableError("no delivery report"));
   producer_->SetDeliveryHandler(
-      [&delivered](const DeliveryReport& r) { delivered = r.status; });
-  const std::string key = Key(system_id);
+      [delivered](const DeliveryReport& r) { *delivered = r.status; });
   Record record;
   record.topic = topic_;
-  record.key = key;
+  record.key = key_;
   record.value = text;
   if (absl::Status s = producer_->Produce(record, 0); !s.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot write the slot marker to ", topic_, ": ", s.message()));
+    return failed(s.message());
   }
   if (absl::Status f = producer_->Flush(timeout_ms_); !f.ok()) {
-    // Not acknowledged in time: drop it (a later Save() writes the newer
-    // marker) rather than let it land after that one.
-    producer_->Purge();
-    producer_->Poll(0);
-    producer_.reset();
-    return absl::UnavailableError(absl::StrCat(
-        "cannot write the slot marker to ", topic_, ": ", f.message()));
+    // Not acknowledged in time: Save() drops it (a later Save() writes the
+    // newer marker) rather than let it land after that one.
+    return failed(f.message());
   }
-  if (!delivered.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot write the slot marker to ", topic_, ": ", delivered.message()));
-  }
+  if (!delivered->ok()) return failed(delivered->message());
   return absl::OkStatus();
 }
 

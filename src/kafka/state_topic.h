@@ -1,15 +1,30 @@
 // KafkaSlotMarkerStore: postgres.slot_marker kafka, the slot marker
-// (relay/stored_slot_marker.h) as the newest record keyed "<system
-// identifier>/<slot>" in the compacted kafka.state_topic, beside the
-// exactly-once checkpoints. Every instance of a pair reads and writes the
-// same record, so none needs a disk of its own: a pod rescheduled without
-// its volume, or a whole pair replaced, still refuses to create a dropped
-// slot anew.
+// (relay/stored_slot_marker.h) as the newest record keyed "<marker id>/<slot>"
+// in the compacted kafka.state_topic, beside the exactly-once checkpoints.
+// The marker id (postgres.slot_marker_id) is the identity the operator gives
+// the relay (as Debezium keys its offsets by connector name; the Helm chart
+// gives one per database entry): no change of the server (pg_upgrade, a
+// restore, a rebuilt primary: a new system identifier) changes the key, so
+// the marker is found and the system identifier it holds is compared, and
+// relays of other clusters sharing the topic with the same slot and
+// database names never read each other's marker. Every instance of a pair
+// reads and writes the same record, so none needs a disk of its own: a pod
+// rescheduled without its volume, or a whole pair replaced, still refuses
+// to create a dropped slot anew.
+//
+// Migration: when no record has the key, Load() reads the one an older
+// relay wrote under "<system identifier>/<slot>"; the next Save() writes it
+// under the new key (the old record stays, unread once the new one exists).
 //
 // The topic is created (compacted, one partition) when missing, at the
-// first Load(). Save() produces the record with an idempotent producer and
-// waits for the broker's acknowledgement (acks=all). Kafka unreachable
-// within the timeout: Unavailable (the relay retries the session).
+// first Load(). Once that check saw the topic (or created it, or could not
+// tell), a broker answering "unknown topic" (restarting, stale metadata) is
+// Unavailable, never "no marker". Save() produces the record with an
+// idempotent producer of its own (never enable.gapless.guarantee) and waits
+// for the broker's acknowledgement (acks=all); any failure drops that
+// producer, so the next Save() starts from a new one (a fatal producer
+// error, a missing WRITE ACL granted later). Kafka unreachable within the
+// timeout: Unavailable (the relay retries).
 //
 // Threading: StoredSlotMarker serializes the calls.
 #ifndef OUTBOX_KAFKA_STATE_TOPIC_H_
@@ -26,10 +41,13 @@ namespace outbox {
 class KafkaSlotMarkerStore final : public SlotMarkerStore {
  public:
   // `options`: the relay's producer options (brokers, TLS, SASL).
+  // `marker_id`: postgres.slot_marker_id (not empty).
   KafkaSlotMarkerStore(KafkaOptions options, std::string topic,
-                       std::string slot, int timeout_ms);
+                       std::string marker_id, std::string slot, int timeout_ms);
   ~KafkaSlotMarkerStore() override;
 
+  // `system_id` names the record of an older relay, read when the marker
+  // id's has none.
   absl::StatusOr<std::optional<std::string>> Load(
       const std::string& system_id) override;
   absl::Status Save(const std::string& system_id,
@@ -37,15 +55,24 @@ class KafkaSlotMarkerStore final : public SlotMarkerStore {
   bool keyed_by_system() const override { return true; }
   std::string where(const std::string& system_id) const override;
 
+  // The record's key: "<marker id>/<slot>".
+  const std::string& key() const { return key_; }
+  // Tests only: the producer the next Save() uses; null before the first
+  // Save() and after a failed one dropped it.
+  RdKafkaSink* producer_for_testing() { return producer_.get(); }
+
  private:
-  std::string Key(const std::string& system_id) const;
+  absl::Status SaveOnce(const std::string& text);
 
   const KafkaOptions options_;
   const std::string topic_;
   const std::string slot_;
+  const std::string key_;
   const int timeout_ms_;
   bool topic_checked_ = false;
-  std::unique_ptr<RdKafkaSink> producer_;  // made at the first Save()
+  // Why the first Load() could not check the topic; "" when it could.
+  std::string unchecked_;
+  std::unique_ptr<RdKafkaSink> producer_;  // made at a Save() without one
 };
 
 }  // namespace outbox

@@ -61,7 +61,9 @@ class SlotMarkerStore {
   virtual absl::Status Save(const std::string& system_id,
                             const std::string& text) = 0;
   // Whether Load() needs the server's system identifier (then the marker is
-  // read at the first CheckCreate()/Record(), not at Open()).
+  // read at the first CheckCreate()/Record(), not at Open()): the Kafka
+  // store reads an older relay's marker, keyed by it, when its own key has
+  // none.
   virtual bool keyed_by_system() const = 0;
   // For messages: "/var/lib/outbox-relay/outbox_relay.slot", "record
   // <key> of Kafka topic <topic>".

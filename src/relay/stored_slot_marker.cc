@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -102,8 +103,11 @@ absl::StatusOr<std::unique_ptr<StoredSlotMarker>> StoredSlotMarker::Open(
   std::unique_ptr<StoredSlotMarker> h(
       new StoredSlotMarker(std::move(store), slot, acknowledged_loss));
   if (!h->store_->keyed_by_system()) {
+    {
+      std::lock_guard<std::mutex> store_lock(h->store_mu_);
+      if (absl::Status s = h->LoadLocked(""); !s.ok()) return s;
+    }
     std::lock_guard<std::mutex> lock(h->mu_);
-    if (absl::Status s = h->LoadLocked(""); !s.ok()) return s;
     if (h->known_.has_value()) {
       const Marker& m = *h->known_;
       if (m.unreadable.empty() && m.timeline > 0) {
@@ -117,12 +121,21 @@ absl::StatusOr<std::unique_ptr<StoredSlotMarker>> StoredSlotMarker::Open(
 
 absl::Status StoredSlotMarker::LoadLocked(const std::string& system_id) {
   const std::string key = store_->keyed_by_system() ? system_id : "";
-  if (loaded_for_ == key) return absl::OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (loaded_for_ == key) return absl::OkStatus();
+  }
+  // Not under mu_: a Kafka read takes up to kafka.flush_timeout_ms.
   absl::StatusOr<std::optional<std::string>> text = store_->Load(key);
   if (!text.ok()) return text.status();
+  std::lock_guard<std::mutex> lock(mu_);
   // Another server's marker replaces what this process knew of the slot
   // only when the store has one for it; the memory of the slot stays.
-  if (text->has_value()) known_ = Parse(**text, slot_);
+  if (text->has_value()) {
+    known_ = Parse(**text, slot_);
+    saved_version_ = ++version_;
+    stored_system_id_ = known_->unreadable.empty() ? known_->system_id : "";
+  }
   loaded_for_ = key;
   where_ = store_->where(key);
   return absl::OkStatus();
@@ -172,8 +185,25 @@ std::string StoredSlotMarker::Format(const Marker& m) const {
                           : "");
 }
 
-absl::Status StoredSlotMarker::WriteLocked(const Marker& m) {
-  return store_->Save(m.system_id, Format(m));
+absl::Status StoredSlotMarker::WriteLocked() {
+  Marker m;
+  int64_t version = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!known_.has_value() || saved_version_ == version_) {
+      return absl::OkStatus();  // another call saved the newest already
+    }
+    m = *known_;
+    version = version_;
+  }
+  // Not under mu_: a Kafka flush takes up to kafka.flush_timeout_ms.
+  absl::Status s = store_->Save(m.system_id, Format(m));
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    saved_version_ = std::max(saved_version_, version);
+    stored_system_id_ = m.system_id;
+  }
+  return s;
 }
 
 absl::Status FileSlotMarkerStore::Save(const std::string&,
@@ -204,8 +234,11 @@ absl::Status FileSlotMarkerStore::Save(const std::string&,
 }
 
 absl::Status StoredSlotMarker::CheckCreate(const ServerInfo& server) {
+  {
+    std::lock_guard<std::mutex> store_lock(store_mu_);
+    RETURN_IF_ERROR(LoadLocked(server.system_id));
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  RETURN_IF_ERROR(LoadLocked(server.system_id));
   if (!known_.has_value()) return absl::OkStatus();  // a genuine first run
   const std::string& path_ = where_;
   const Marker& m = *known_;
@@ -253,20 +286,17 @@ absl::Status StoredSlotMarker::CheckCreate(const ServerInfo& server) {
       where, ": ", LostEventsAndFix(slot_, {}, m.confirmed, true, path_), ack));
 }
 
-absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
-  Marker m;
-  m.system_id = server.system_id;
-  m.database = server.dbname;
-  m.confirmed = server.slot_confirmed_flush;
-  m.timeline = server.timeline;
-  m.endpoint = server.endpoint;
-  std::lock_guard<std::mutex> lock(mu_);
-  RETURN_IF_ERROR(LoadLocked(server.system_id));
+bool StoredSlotMarker::RememberLocked(Marker m) {
   if (known_.has_value() && known_->unreadable.empty()) {
+    // Never backwards on the same server: the slot was read before another
+    // writer (or this process's Confirmed()) recorded more.
+    if (known_->system_id == m.system_id && known_->confirmed > m.confirmed) {
+      m.confirmed = known_->confirmed;
+    }
     if (known_->system_id == m.system_id && known_->database == m.database &&
         known_->confirmed == m.confirmed && known_->timeline == m.timeline &&
-        known_->endpoint == m.endpoint && !unsaved_) {
-      return absl::OkStatus();
+        known_->endpoint == m.endpoint) {
+      return saved_version_ != version_;
     }
     if (known_->system_id != m.system_id) {
       Log(Severity::kWarn,
@@ -277,10 +307,42 @@ absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
            {"system_id", m.system_id}});
     }
   }
-  known_ = m;  // remembered even if the marker cannot be written
-  absl::Status s = WriteLocked(m);
-  unsaved_ = absl::IsUnavailable(s);
-  if (unsaved_) return s;  // Kafka unreachable: the session retries
+  known_ = std::move(m);  // remembered even if the marker cannot be written
+  ++version_;
+  return true;
+}
+
+absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
+  Marker m;
+  m.system_id = server.system_id;
+  m.database = server.dbname;
+  m.confirmed = server.slot_confirmed_flush;
+  m.timeline = server.timeline;
+  m.endpoint = server.endpoint;
+  const std::string key = store_->keyed_by_system() ? server.system_id : "";
+  std::unique_lock<std::mutex> store_lock(store_mu_, std::try_to_lock);
+  if (!store_lock.owns_lock()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (loaded_for_ == key && stored_system_id_ == m.system_id) {
+        // The store guards this server's slot already; a write is under
+        // way on another thread (up to kafka.flush_timeout_ms while Kafka
+        // is away): not waited for, the next call writes this.
+        RememberLocked(std::move(m));
+        return absl::OkStatus();
+      }
+    }
+    // Not guarded yet (a first run, another server): the marker must be
+    // written before the slot is streamed from.
+    store_lock.lock();
+  }
+  RETURN_IF_ERROR(LoadLocked(server.system_id));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!RememberLocked(std::move(m))) return absl::OkStatus();
+  }
+  absl::Status s = WriteLocked();
+  if (absl::IsUnavailable(s)) return s;  // Kafka unreachable: retried
   if (!s.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot record replication slot \"", slot_,
@@ -292,13 +354,25 @@ absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
 }
 
 absl::Status StoredSlotMarker::Confirmed(Lsn confirmed) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!known_.has_value() || !known_->unreadable.empty() ||
-      known_->confirmed == confirmed) {
-    return absl::OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!known_.has_value() || !known_->unreadable.empty()) {
+      return absl::OkStatus();
+    }
+    // Never backwards: an older position (read before a newer one was
+    // recorded) keeps the newer.
+    if (confirmed > known_->confirmed) {
+      known_->confirmed = confirmed;
+      ++version_;
+    } else if (saved_version_ == version_) {
+      return absl::OkStatus();
+    }
   }
-  known_->confirmed = confirmed;
-  return WriteLocked(*known_);
+  // A write under way on another thread (up to kafka.flush_timeout_ms while
+  // Kafka is away) is not waited for: the next call writes this position.
+  std::unique_lock<std::mutex> store_lock(store_mu_, std::try_to_lock);
+  if (!store_lock.owns_lock()) return absl::OkStatus();
+  return WriteLocked();
 }
 
 absl::StatusOr<std::unique_ptr<StoredSlotMarker>> OpenSlotMarker(
@@ -311,7 +385,8 @@ absl::StatusOr<std::unique_ptr<StoredSlotMarker>> OpenSlotMarker(
   if (config.postgres.slot_marker == SlotMarkerBackend::kKafka) {
     return StoredSlotMarker::Open(
         std::make_unique<KafkaSlotMarkerStore>(
-            kafka, config.kafka.state_topic, config.postgres.slot,
+            kafka, config.kafka.state_topic, config.postgres.slot_marker_id,
+            config.postgres.slot,
             static_cast<int>(config.kafka.flush_timeout_ms)),
         config.postgres.slot, acknowledged);
   }

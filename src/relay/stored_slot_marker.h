@@ -14,10 +14,11 @@
 //          temporary file, fsync, rename, fsync of the directory); one per
 //          instance, on its disk.
 //   kafka  KafkaSlotMarkerStore (kafka/state_topic.h): the record keyed
-//          "<system identifier>/<slot>" in the compacted kafka.state_topic,
-//          shared by every instance, so an instance needs no disk of its own
-//          (a rescheduled pod keeps the guard). Keyed by system identifier,
-//          it is read when the first session knows the server.
+//          "<postgres.slot_marker_id>/<slot>" in the compacted
+//          kafka.state_topic, shared by every instance, so an instance needs
+//          no disk of its own (a rescheduled pod keeps the guard). It is
+//          read when the first session knows the server (a marker of an
+//          older relay, keyed by system identifier, needs it).
 //
 // CheckCreate() allows creating a missing slot only on a genuine first run:
 // no marker, and nothing recorded by this process. Otherwise it refuses
@@ -37,6 +38,7 @@
 #ifndef OUTBOX_RELAY_STORED_SLOT_MARKER_H_
 #define OUTBOX_RELAY_STORED_SLOT_MARKER_H_
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -81,9 +83,9 @@ absl::StatusOr<std::string> DefaultStateDir();
 
 class StoredSlotMarker final : public SlotMarker {
  public:
-  // Reads the marker of `slot` now unless the store is keyed by system
-  // identifier. `acknowledged_loss`: kInvalidLsn, or the LSN of
-  // postgres.acknowledge_slot_loss. Errors: the store's Load().
+  // Reads the marker of `slot` now unless the store is read once the server
+  // is known (keyed_by_system()). `acknowledged_loss`: kInvalidLsn, or the LSN
+  // of postgres.acknowledge_slot_loss. Errors: the store's Load().
   static absl::StatusOr<std::unique_ptr<StoredSlotMarker>> Open(
       std::unique_ptr<SlotMarkerStore> store, const std::string& slot,
       Lsn acknowledged_loss);
@@ -92,8 +94,11 @@ class StoredSlotMarker final : public SlotMarker {
   absl::Status Record(const ServerInfo& server) override;
 
   // The slot's confirmed position as the server reports it; rewrites the
-  // marker when it moved. Ignored until Record() was called. An error only
-  // means the marker kept its older position (the caller logs it).
+  // marker when it moved forward. Ignored until Record() was called, and
+  // for an older position than the marker's. Does not wait for a write
+  // under way on another thread: then the position is remembered and
+  // written by the next call. An error only means the marker kept its older
+  // position (the caller logs it).
   absl::Status Confirmed(Lsn confirmed);
 
   // Where the marker is, for logs (the file; the topic and key once known).
@@ -127,21 +132,33 @@ class StoredSlotMarker final : public SlotMarker {
   std::string Format(const Marker& m) const;
   // Reads the marker of `system_id` unless it was read for it already.
   absl::Status LoadLocked(const std::string& system_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteLocked(const Marker& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Makes `m` known_ (keeping a newer confirmed LSN of the same server);
+  // whether the store is behind known_ then.
+  bool RememberLocked(Marker m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes known_ unless the store has its newest version already.
+  absl::Status WriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::unique_ptr<SlotMarkerStore> store_;
   const std::string slot_;
   const Lsn acknowledged_loss_;
+  // Serializes the store's calls; taken before mu_, never under it.
+  std::mutex store_mu_;
+  // Guards what follows; never held across a call of the store.
   mutable std::mutex mu_;
   std::optional<Marker> known_ ABSL_GUARDED_BY(mu_);
   // The system identifier the store was read for ("" for an unkeyed
   // store); nullopt until read.
   std::optional<std::string> loaded_for_ ABSL_GUARDED_BY(mu_);
   std::string where_ ABSL_GUARDED_BY(mu_);
-  // known_ is newer than the store (a save was Unavailable): Record()
-  // saves it again even if unchanged.
-  bool unsaved_ ABSL_GUARDED_BY(mu_) = false;
+  // known_'s version (each change counts one) and the store's: the store
+  // is behind while they differ (a save failed, or is under way).
+  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t saved_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // The system identifier of the readable marker the store holds (read or
+  // written); "" when none.
+  std::string stored_system_id_ ABSL_GUARDED_BY(mu_);
   std::optional<ServerIdentity> recorded_server_;  // set by Open() only
 };
 

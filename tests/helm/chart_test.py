@@ -286,6 +286,7 @@ def validate(tools, repo, docs):
             errors.append("%s: no Kubernetes %s schema: %s" % (what, KUBERNETES_VERSION, e.message))
 
     configmaps, secrets, services = names("ConfigMap"), names("Secret"), by_kind.get("Service", [])
+    marker_ids = {}  # postgres.slot_marker_id -> the workload that has it
     for w, pod in pod_specs(docs):
         what = "%s/%s" % (w["kind"], w["metadata"]["name"])
         labels = w["spec"]["template"]["metadata"]["labels"]
@@ -337,6 +338,16 @@ def validate(tools, repo, docs):
         if "outbox-relay" in c["command"][0] and w["kind"] == "Deployment" \
                 and cfg.get("postgres", {}).get("slot_marker") != "kafka":
             errors.append("%s: a stateless relay needs postgres.slot_marker kafka" % what)
+        if "outbox-relay" in c["command"][0]:
+            # Issue 32: the key of the relay's slot marker in the state topic.
+            marker_id = cfg.get("postgres", {}).get("slot_marker_id")
+            if not marker_id:
+                errors.append("%s: no postgres.slot_marker_id" % what)
+            elif marker_id in marker_ids:
+                errors.append("%s: postgres.slot_marker_id %r is %s's too"
+                              % (what, marker_id, marker_ids[marker_id]))
+            else:
+                marker_ids[marker_id] = what
         # Every ${VAR} must come from the pod's env or a Secret of its envFrom.
         provided, external = {e["name"] for e in c.get("env", [])}, False
         for src in c.get("envFrom", []):

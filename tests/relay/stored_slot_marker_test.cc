@@ -6,10 +6,15 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -166,6 +171,23 @@ TEST_F(SlotMarkerTest, TheConfirmedPositionMovesTheRecordedRange) {
               HasSubstr("events committed after 2/28 are in no slot"));
 }
 
+// Issue 32 item 3: a caller that read the slot before a newer position was
+// recorded (the slot monitor's query racing the session's end, another
+// instance) never moves the marker back.
+TEST_F(SlotMarkerTest, TheRecordedPositionNeverGoesBackwards) {
+  auto h = Open();
+  ASSERT_TRUE(h->Record(Server("7001", kL2)).ok());
+  ASSERT_TRUE(h->Confirmed(kL1).ok());
+  EXPECT_THAT(Marker(), HasSubstr("confirmed_lsn=2/28\n"));
+  ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());
+  EXPECT_THAT(Marker(), HasSubstr("confirmed_lsn=2/28\n"));
+  EXPECT_THAT(Refusal(Open()->CheckCreate(Server("7001", kInvalidLsn))),
+              HasSubstr("events committed after 2/28 are in no slot"));
+  // Another server's slot is recorded as it is.
+  ASSERT_TRUE(h->Record(Server("7999", kL1)).ok());
+  EXPECT_THAT(Marker(), HasSubstr("confirmed_lsn=0/16B3748\n"));
+}
+
 TEST_F(SlotMarkerTest, AcknowledgingTheNamedLossCreatesOnce) {
   ASSERT_TRUE(Open()->Record(Server("7001", kL1)).ok());
   // Another LSN does not acknowledge this loss.
@@ -309,6 +331,84 @@ TEST(SlotMarkerKeyedStoreTest, ARecordKafkaRefusedIsSavedAgain) {
   s->down = false;
   ASSERT_TRUE((*h)->Record(At("7001", 0x16B3748)).ok());  // unchanged, saved
   EXPECT_THAT(topic["7001"], HasSubstr("confirmed_lsn=0/16B3748"));
+}
+
+// A keyed store whose Save() blocks, while `hold` is set, until released:
+// a Kafka flush during an outage (up to kafka.flush_timeout_ms, 30 s).
+class HeldStore final : public SlotMarkerStore {
+ public:
+  absl::StatusOr<std::optional<std::string>> Load(const std::string&) override {
+    return std::nullopt;
+  }
+  absl::Status Save(const std::string&, const std::string& text) override {
+    std::unique_lock<std::mutex> lock(mu);
+    ++saving;
+    changed.notify_all();
+    changed.wait(lock, [&] { return !hold; });
+    --saving;
+    saved = text;
+    return absl::OkStatus();
+  }
+  bool keyed_by_system() const override { return true; }
+  std::string where(const std::string&) const override { return "held"; }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu);
+    hold = false;
+    changed.notify_all();
+  }
+
+  std::mutex mu;
+  std::condition_variable changed;
+  bool hold = false;
+  int saving = 0;
+  std::string saved;
+};
+
+// Issue 32 item 3: while one thread's write waits for Kafka, where() (the
+// supervisor's logs, the status page) and another Confirmed() (the
+// supervisor at a session's end) return at once: the liveness heartbeat,
+// which the supervisor turns, is never held up behind the marker's flush.
+TEST(SlotMarkerKeyedStoreTest, NothingWaitsForAWriteUnderWay) {
+  auto store = std::make_unique<HeldStore>();
+  HeldStore* s = store.get();
+  auto h = StoredSlotMarker::Open(std::move(store), "outbox_relay", 0);
+  ASSERT_TRUE(h.ok());
+  StoredSlotMarker* marker = h->get();
+  ASSERT_TRUE(marker->Record(At("7001", 0x100)).ok());
+  s->hold = true;
+  std::thread writer([&] { marker->Confirmed(0x200).IgnoreError(); });
+  bool writing = false;
+  {
+    std::unique_lock<std::mutex> lock(s->mu);
+    writing = s->changed.wait_for(lock, std::chrono::seconds(30),
+                                  [&] { return s->saving == 1; });
+  }
+  auto ready = [](auto& f) {
+    return f.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  };
+  auto where = std::async(std::launch::async, [&] { return marker->where(); });
+  auto confirmed =
+      std::async(std::launch::async, [&] { return marker->Confirmed(0x300); });
+  // The next session's Record() of the slot the store guards already.
+  auto recorded = std::async(std::launch::async,
+                             [&] { return marker->Record(At("7001", 0x180)); });
+  const bool where_returned = ready(where);
+  const bool confirmed_returned = ready(confirmed);
+  const bool recorded_returned = ready(recorded);
+  s->Release();  // before any assertion can end the test
+  writer.join();
+  ASSERT_TRUE(writing);
+  EXPECT_TRUE(where_returned) << "where() waited for the marker's write";
+  EXPECT_TRUE(confirmed_returned)
+      << "Confirmed() waited for another thread's write";
+  EXPECT_TRUE(recorded_returned)
+      << "Record() waited for another thread's write";
+  EXPECT_TRUE(confirmed.get().ok());
+  EXPECT_TRUE(recorded.get().ok());
+  // The position remembered meanwhile (never moved back by the older
+  // Record()) is written by the next call.
+  ASSERT_TRUE(marker->Confirmed(0x300).ok());
+  EXPECT_THAT(s->saved, HasSubstr("confirmed_lsn=0/300\n"));
 }
 
 }  // namespace

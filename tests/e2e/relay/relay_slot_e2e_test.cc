@@ -134,6 +134,126 @@ TEST_F(SlotLifeTest, AnotherSystemIdentifierIsNamed) {
   EXPECT_EQ(SlotCount(db_.get()), "0");
 }
 
+// postgres.slot_marker kafka (issue 32, items 1 and 2), as the Helm chart
+// runs the relay: two relays with the default slot name and the same
+// database name on two clusters share one state topic, each keyed by its
+// postgres.slot_marker_id. Each first run creates its slot (neither reads
+// the other's marker); a dropped slot is refused after a restart; and when
+// a cluster is replaced by a fresh one at the same place (a new system
+// identifier: pg_upgrade, a restore) its relay is refused naming the old
+// identifier, not given a new slot.
+TEST_F(SlotLifeTest, TheKafkaMarkerRefusesADroppedSlotAndANewCluster) {
+  const std::string state_topic = UniqueName("state");
+  const std::string pgdir = TempDir("pg_marker") + "/pg";
+  auto start_cluster = [&]() -> std::string {
+    EXPECT_EQ(RunScript("pg.sh start " + pgdir + " >/dev/null"), 0);
+    std::string port = ReadFile(pgdir + "/port");
+    while (!port.empty() && port.back() == '\n') port.pop_back();
+    return "host=127.0.0.1 port=" + port + " user=postgres dbname=postgres";
+  };
+  std::string conninfo_b = start_cluster();
+  auto db_b = PgConn::Connect(conninfo_b);
+  ASSERT_NE(db_b, nullptr);
+  CreateOutboxTable(*db_b, table_);
+  auto relay_args = [&](const std::string& conninfo, const std::string& id) {
+    auto args = RelayArgs();
+    args[2] = conninfo;
+    args.insert(args.end(), {"--set", "postgres.slot_marker=kafka", "--set",
+                             "postgres.slot_marker_id=" + id, "--set",
+                             "kafka.state_topic=" + state_topic});
+    return args;
+  };
+  const std::string id_a = "relay-a-" + slot_;
+  const std::string id_b = "relay-b-" + slot_;
+  auto active_on = [&](PgConn* db) {
+    return WaitUntil(
+        [&] {
+          return db->Scalar(
+                     "SELECT count(*) FROM pg_replication_slots WHERE "
+                     "slot_name = '" +
+                     slot_ + "' AND active") == "1";
+        },
+        60000);
+  };
+  auto stop = [](Process* p) {
+    p->Signal(SIGTERM);
+    EXPECT_EQ(p->Wait(30000), 0) << p->Output();
+  };
+  // Both first runs, one topic, the same slot and database names.
+  relay_ = Process::Start(relay_args(pg_conninfo_, id_a), dir_ + "/a.log");
+  ASSERT_TRUE(active_on(db_.get())) << relay_->Output();
+  auto relay_b = Process::Start(relay_args(conninfo_b, id_b), dir_ + "/b.log");
+  ASSERT_TRUE(active_on(db_b.get())) << relay_b->Output();
+  // Each relay's own word (logged just after it took its slot).
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return relay_b->Output().find("slot_created=true") != std::string::npos;
+      },
+      30000))
+      << relay_b->Output();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return relay_->Output().find("the record keyed " + id_a + "/" +
+                                     slot_) != std::string::npos;
+      },
+      30000))
+      << relay_->Output();
+  Write(1, 3, 2, 0, &committed_, &rolled_back_);
+  Audit(committed_, rolled_back_, committed_.size());
+  stop(relay_.get());
+  stop(relay_b.get());
+  const std::string confirmed_a = ConfirmedFlush();
+  const std::string confirmed_b = db_b->Scalar(
+      "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE "
+      "slot_name = '" +
+      slot_ + "'");
+  const std::string system_b =
+      db_b->Scalar("SELECT system_identifier FROM pg_control_system()");
+
+  // A's slot is dropped: refused after the restart, from A's own marker.
+  db_->Exec("SELECT pg_drop_replication_slot('" + slot_ + "')");
+  ExpectRefusal("events committed after " + confirmed_a + " are in no slot", {},
+                relay_args(pg_conninfo_, id_a));
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("does not exist, but this relay streamed from it "
+                        "before"));
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("--set postgres.acknowledge_slot_loss=" + confirmed_a));
+  EXPECT_EQ(SlotCount(db_.get()), "0");
+
+  // B's cluster is replaced by a fresh one at the same place.
+  db_b.reset();
+  ASSERT_EQ(RunScript("pg.sh stop " + pgdir), 0);
+  conninfo_b = start_cluster();
+  db_b = PgConn::Connect(conninfo_b);
+  ASSERT_NE(db_b, nullptr);
+  CreateOutboxTable(*db_b, table_);
+  ASSERT_NE(db_b->Scalar("SELECT system_identifier FROM pg_control_system()"),
+            system_b);
+  ExpectRefusal("on another one (system identifier " + system_b, {},
+                relay_args(conninfo_b, id_b));
+  EXPECT_THAT(relay_->Output(), HasSubstr("events committed after " +
+                                          confirmed_b + " are in no slot"));
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("--set postgres.acknowledge_slot_loss=" + confirmed_b));
+  EXPECT_EQ(SlotCount(db_b.get()), "0");
+  db_b.reset();
+  RunScript("pg.sh stop " + pgdir);
+}
+
+// Without postgres.slot_marker_id a relay could share another's marker:
+// refused at load, naming the key.
+TEST_F(SlotLifeTest, TheKafkaMarkerNeedsAnIdentity) {
+  auto args = RelayArgs();
+  args.insert(args.end(), {"--set", "postgres.slot_marker=kafka"});
+  relay_ = Process::Start(args, dir_ + "/relay.log");
+  EXPECT_NE(relay_->Wait(30000), 0) << relay_->Output();
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("\"postgres.slot_marker_id\": must be set when "
+                        "postgres.slot_marker is kafka"));
+  EXPECT_EQ(SlotCount(db_.get()), "0");
+}
+
 TEST_F(SlotLifeTest, CreateSlotFalseNeverCreatesNorKeepsAMarker) {
   // The refusal gives the command that creates the slot (issue 32 item 13),
   // as the slot-loss refusal does.

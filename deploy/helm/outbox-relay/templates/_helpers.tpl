@@ -64,6 +64,12 @@ outbox-relay/database: {{ .db.name }}
 {{- $pg := default dict $cfg.postgres -}}
 {{- if .db.conninfo }}{{ $_ := set $pg "conninfo" .db.conninfo }}{{ end -}}
 {{- $_ := set $pg "slot" (default "outbox_relay" .db.slot) -}}
+{{- /* The relay's identity, keying its slot marker in kafka.state_topic
+       (postgres.slot_marker kafka): unique per database entry of the release,
+       and unchanged by anything the server goes through. */ -}}
+{{- if not $pg.slot_marker_id -}}
+{{- $_ := set $pg "slot_marker_id" (printf "%s/%s/%s" $root.Release.Namespace $root.Release.Name .db.name) -}}
+{{- end -}}
 {{- if $root.Values.persistence.enabled -}}
 {{- $_ := set $pg "state_dir" $root.Values.persistence.mountPath -}}
 {{- else if and (eq $root.Values.mode "relay") (ne (toString (default "file" $pg.slot_marker)) "kafka") -}}
