@@ -222,6 +222,7 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
         PgConnection::Value(res, 0, 8)));
   }
   if (!PgConnection::IsNull(res, 0, 3)) {
+    if (options_.slot_marker != nullptr) options_.slot_marker->Seen(server_);
     return SlotInUse(
         absl::StrCat("replication slot \"", options_.slot,
                      "\" is in use by process ", PgConnection::Value(res, 0, 3),
@@ -284,6 +285,7 @@ absl::Status LibpqReplicationStream::Start(Lsn start) {
         ServerError("START_REPLICATION failed",
                     res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     if (absl::StrContains(st.message(), "is active for PID")) {
+      if (options_.slot_marker != nullptr) options_.slot_marker->Seen(server_);
       st = SlotInUse(st.message());
     }
     PQclear(res);

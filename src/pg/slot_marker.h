@@ -16,6 +16,8 @@
 //     held by another instance), or an instance whose START_REPLICATION
 //     failed, writes nothing, so one instance at a time writes a shared
 //     marker;
+//   - Connect() or Start(), the slot held by another process: Seen(), in
+//     memory only;
 //   - a slot found invalidated (Connect(): wal_status lost; Start(): the
 //     server's refusal), and not held by another process: Record() with the
 //     position the refusal names (no one can hold it any more), so that
@@ -46,6 +48,12 @@ class SlotMarker {
   // The slot exists on `server` at server.slot_confirmed_flush. Non-OK
   // fails Connect() (the marker could not be kept).
   virtual absl::Status Record(const ServerInfo& server) = 0;
+  // The slot exists on `server`, held by another process (this instance is
+  // a standby): remembered by this process only, never written, so that a
+  // standby which takes over after the slot was dropped refuses to create
+  // it even when its own marker never recorded it (a file marker per
+  // instance).
+  virtual void Seen(const ServerInfo& server) = 0;
 };
 
 // Where StoredSlotMarker (relay/stored_slot_marker.h) keeps a slot's marker

@@ -353,6 +353,19 @@ absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
   return absl::OkStatus();
 }
 
+void StoredSlotMarker::Seen(const ServerInfo& server) {
+  Marker m;
+  m.system_id = server.system_id;
+  m.database = server.dbname;
+  m.confirmed = server.slot_confirmed_flush;
+  m.timeline = server.timeline;
+  m.endpoint = server.endpoint;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Memory only: the next Record() (this instance holding the slot) or
+  // Confirmed() writes it, since its version is then unsaved.
+  RememberLocked(std::move(m));
+}
+
 absl::Status StoredSlotMarker::Confirmed(Lsn confirmed) {
   {
     std::lock_guard<std::mutex> lock(mu_);

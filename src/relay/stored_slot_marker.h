@@ -92,6 +92,7 @@ class StoredSlotMarker final : public SlotMarker {
 
   absl::Status CheckCreate(const ServerInfo& server) override;
   absl::Status Record(const ServerInfo& server) override;
+  void Seen(const ServerInfo& server) override;
 
   // The slot's confirmed position as the server reports it; rewrites the
   // marker when it moved forward. Ignored until Record() was called, and

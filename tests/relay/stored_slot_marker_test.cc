@@ -141,6 +141,19 @@ TEST_F(SlotMarkerTest, ThisProcessRefusesASlotItHasSeen) {
   EXPECT_EQ(why.find('\n'), std::string::npos);
 }
 
+// A standby sees the slot held by the other instance: it writes nothing (only
+// the holder writes), but refuses to create the slot should it be dropped
+// before this instance takes over, and records it once it holds it.
+TEST_F(SlotMarkerTest, AStandbyRemembersTheSlotItSawWithoutWriting) {
+  std::unique_ptr<StoredSlotMarker> h = Open();
+  h->Seen(Server("7001", kL1));
+  EXPECT_EQ(Marker(), "");  // nothing written
+  std::string why = Refusal(h->CheckCreate(Server("7001", kInvalidLsn)));
+  EXPECT_THAT(why, HasSubstr("0/16B3748"));
+  ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());  // now the holder
+  EXPECT_THAT(Marker(), HasSubstr("confirmed_lsn=0/16B3748"));
+}
+
 TEST_F(SlotMarkerTest, TheMarkerRefusesAfterARestart) {
   ASSERT_TRUE(Open()->Record(Server("7001", kL1)).ok());
   auto later = Open();

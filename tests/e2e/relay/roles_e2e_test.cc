@@ -33,8 +33,10 @@ class CountingSlotMarker final : public SlotMarker {
     ++records;
     return absl::OkStatus();
   }
+  void Seen(const ServerInfo&) override { ++seen; }
   int checks = 0;
   int records = 0;
+  int seen = 0;
 };
 
 // How many times `text` occurs in `log`.
@@ -126,12 +128,14 @@ TEST_F(RolesE2ETest, OnlyTheStreamHoldingTheSlotRecordsTheMarker) {
       (*second)->Start((*second)->server().slot_confirmed_flush);
   EXPECT_TRUE(IsSlotInUse(lost)) << lost;
   EXPECT_EQ(second_marker.records, 0);
+  EXPECT_EQ(second_marker.seen, 1);  // remembered, not written
   // A standby's attempt while the slot is held writes nothing either.
   auto standby = LibpqReplicationStream::Connect(
       StreamOptions(plugin.get(), &standby_marker));
   EXPECT_TRUE(IsSlotInUse(standby.status())) << standby.status();
   EXPECT_EQ(standby_marker.records, 0);
   EXPECT_EQ(standby_marker.checks, 0);
+  EXPECT_EQ(standby_marker.seen, 1);
 }
 
 // Item 3, the binary: a standby (each instance with its own file marker
