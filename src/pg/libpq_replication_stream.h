@@ -5,8 +5,8 @@
 // Connect() opens the connection and checks every precondition the relay
 // needs, turning each failure into one actionable line:
 //   FailedPrecondition  wal_level not logical (on 19: not replica or
-//                       logical; CheckLogicalDecoding), the plugin not allowed by
-//                       output_plugin_libraries or not installed, or its
+//                       logical; CheckLogicalDecoding), the plugin not allowed
+//                       by output_plugin_libraries or not installed, or its
 //                       setup missing (pgoutput's publication), no
 //                       REPLICATION privilege, slot missing (create_slot off,
 //                       or the SlotMarker refuses to create it anew), slot

@@ -312,13 +312,18 @@ bool StoredSlotMarker::RememberLocked(Marker m) {
   return true;
 }
 
-absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
+StoredSlotMarker::Marker StoredSlotMarker::MarkerOf(const ServerInfo& server) {
   Marker m;
   m.system_id = server.system_id;
   m.database = server.dbname;
   m.confirmed = server.slot_confirmed_flush;
   m.timeline = server.timeline;
   m.endpoint = server.endpoint;
+  return m;
+}
+
+absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
+  Marker m = MarkerOf(server);
   const std::string key = store_->keyed_by_system() ? server.system_id : "";
   std::unique_lock<std::mutex> store_lock(store_mu_, std::try_to_lock);
   if (!store_lock.owns_lock()) {
@@ -354,12 +359,7 @@ absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
 }
 
 void StoredSlotMarker::Seen(const ServerInfo& server) {
-  Marker m;
-  m.system_id = server.system_id;
-  m.database = server.dbname;
-  m.confirmed = server.slot_confirmed_flush;
-  m.timeline = server.timeline;
-  m.endpoint = server.endpoint;
+  Marker m = MarkerOf(server);
   std::lock_guard<std::mutex> lock(mu_);
   // Memory only: the next Record() (this instance holding the slot) or
   // Confirmed() writes it, since its version is then unsaved.

@@ -129,6 +129,8 @@ class StoredSlotMarker final : public SlotMarker {
       : store_(std::move(store)),
         slot_(std::move(slot)),
         acknowledged_loss_(acknowledged_loss) {}
+  // What `server` says of the slot, as a marker.
+  static Marker MarkerOf(const ServerInfo& server);
   static Marker Parse(const std::string& text, const std::string& slot);
   std::string Format(const Marker& m) const;
   // Reads the marker of `system_id` unless it was read for it already.
