@@ -29,13 +29,26 @@ int64_t RelayAliveWindowUs(const Config& config) {
   return kAliveSlackUs + longest_ms * 1000;
 }
 
+int64_t SessionOpenBoundUs(const Config& config) {
+  const int64_t flush_ms = config.kafka.flush_timeout_ms;
+  int64_t bound_ms = config.postgres.connect_timeout_s * 1000;
+  if (config.postgres.slot_marker == SlotMarkerBackend::kKafka) {
+    bound_ms += 3 * flush_ms;
+  }
+  bound_ms += config.kafka.exactly_once
+                  ? KafkaOptions{}.transaction_timeout_ms + flush_ms
+                  : flush_ms;
+  return kAliveSlackUs + bound_ms * 1000;
+}
+
 HealthState RelayHealth(const RelayMetrics& metrics, const Config& config,
                         int64_t now_us) {
   HealthState h;
   const Role role = metrics.role().role();
   h.role = std::string(RoleName(role));
   const int64_t idle_us = now_us - metrics.last_turn_us();
-  h.alive = idle_us < RelayAliveWindowUs(config);
+  h.alive =
+      idle_us < RelayAliveWindowUs(config) || now_us < metrics.busy_until_us();
   std::string slot_problem = metrics.slot_problem();
   if (slot_problem.empty() && config.postgres.heartbeat_interval_s > 0) {
     slot_problem = metrics.heartbeat_problem(

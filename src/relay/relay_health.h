@@ -6,7 +6,8 @@
 //           that blocks the loop on purpose (a connect, the final flush,
 //           an exactly-once Kafka commit, which waits up to the transaction
 //           timeout while Kafka is away), so a liveness probe restarts only
-//           a wedged process, never one waiting out an outage
+//           a wedged process, never one waiting out an outage; or the
+//           supervisor is opening a session within SessionOpenBoundUs()
 //   ready   alive and healthy in its role: active and streaming from a
 //           usable slot (and the heartbeat, when on, comes back), or a
 //           standby whose last attempt found the slot held by another
@@ -27,6 +28,13 @@ namespace outbox {
 
 // How long the loop may go without a turn before /healthz fails.
 int64_t RelayAliveWindowUs(const Config& config);
+
+// How long opening a session (SessionFactory::Open) may take, each of its
+// calls bounded: the connect, the Kafka slot marker's read (topic check and
+// read) and write, the producer (exactly once: init_transactions) and the
+// checkpoint read. The supervisor is alive for that long after it starts one
+// (RelayMetrics::BusyUntil), however long the loop window is.
+int64_t SessionOpenBoundUs(const Config& config);
 
 // `now_us`: monotonic microseconds (RealClock()->NowMicros()).
 HealthState RelayHealth(const RelayMetrics& metrics, const Config& config,

@@ -182,6 +182,16 @@ class RelayMetrics : public PipelineObserver {
   // the slot with a healthy producer.
   void Heartbeat(int64_t now_us) override;
   void SetStreaming(bool streaming) override;
+  // The supervisor is in a bounded call that may outlast the alive window
+  // (opening a session: the connect, the Kafka slot marker's read and write,
+  // exactly once's init_transactions and checkpoint read): alive until
+  // `deadline_us`; 0 when none is under way.
+  void BusyUntil(int64_t deadline_us) {
+    busy_until_us_.store(deadline_us, std::memory_order_relaxed);
+  }
+  int64_t busy_until_us() const {
+    return busy_until_us_.load(std::memory_order_relaxed);
+  }
   int64_t last_turn_us() const {
     return last_turn_us_.load(std::memory_order_relaxed);
   }
@@ -264,6 +274,7 @@ class RelayMetrics : public PipelineObserver {
   std::atomic<uint64_t> received_{0};
   std::atomic<uint64_t> confirmed_{0};
   std::atomic<int64_t> last_turn_us_{0};
+  std::atomic<int64_t> busy_until_us_{0};
   std::atomic<bool> streaming_{false};
   // Guards the slot problem and the slot's last status, and orders the ready
   // gauge's updates from the supervisor (SetStreaming) and slot monitor

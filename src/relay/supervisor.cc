@@ -13,6 +13,7 @@
 #include "plugin/output_plugin.h"
 #include "relay/heartbeat.h"
 #include "relay/relay.h"
+#include "relay/relay_health.h"
 #include "relay/session_factory.h"
 #include "relay/slot_monitor_thread.h"
 #include "relay/stored_slot_marker.h"
@@ -153,9 +154,18 @@ class RelaySupervisor {
 
   // Standby: one attempt to hold the slot and set up a producer for it.
   absl::StatusOr<Session> Connect() {
-    if (metrics_ != nullptr) metrics_->Heartbeat(clock_->NowMicros());
+    const int64_t now_us = clock_->NowMicros();
+    if (metrics_ != nullptr) {
+      metrics_->Heartbeat(now_us);
+      metrics_->BusyUntil(now_us + SessionOpenBoundUs(config_));
+    }
     SetStates("connecting", kNoKafkaProducer);
-    return factory_->Open(stop_);
+    absl::StatusOr<Session> session = factory_->Open(stop_);
+    if (metrics_ != nullptr) {
+      metrics_->BusyUntil(0);
+      metrics_->Heartbeat(clock_->NowMicros());
+    }
+    return session;
   }
 
   // A failed Connect(): the exit code, or nullopt after waiting to retry.

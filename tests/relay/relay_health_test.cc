@@ -100,6 +100,24 @@ TEST_F(RelayHealthTest, AnExactlyOnceRelayWaitingOnAKafkaCommitIsAlive) {
   EXPECT_THAT(h.detail, HasSubstr("has not turned for 300 s"));
 }
 
+// Opening a session with the Kafka slot marker during a Kafka outage: the
+// connect, the marker's topic check, read and write, each up to its timeout,
+// outlast the loop's window; the supervisor is alive while it is in that
+// bounded call, and dead once the call overruns its bound.
+TEST_F(RelayHealthTest, ASupervisorOpeningASessionIsAliveForItsBound) {
+  config_.postgres.slot_marker = SlotMarkerBackend::kKafka;
+  const int64_t open_us = (config_.postgres.connect_timeout_s * 1000 +
+                           3 * config_.kafka.flush_timeout_ms) *
+                          1000;
+  ASSERT_GT(open_us, RelayAliveWindowUs(config_));
+  EXPECT_FALSE(Health(open_us).alive);  // nothing says it is busy
+  metrics_.BusyUntil(kNow + SessionOpenBoundUs(config_));
+  EXPECT_TRUE(Health(open_us).alive);
+  EXPECT_FALSE(Health(SessionOpenBoundUs(config_) + kSecond).alive);
+  metrics_.BusyUntil(0);  // the call returned
+  EXPECT_FALSE(Health(open_us).alive);
+}
+
 TEST_F(RelayHealthTest, TheLifecycleMovesTheRole) {
   std::atomic<bool> stop{false};
   Lifecycle lifecycle(config_.postgres, stop, &metrics_.role(),
