@@ -471,6 +471,41 @@ std::string TempDir(const std::string& prefix) {
   return templ;
 }
 
+AclBroker StartAclBroker(const std::string& base_dir) {
+  AclBroker broker;
+  broker.dir = base_dir + "/broker";
+  const std::string props = base_dir + "/acl.properties";
+  std::ofstream(props)
+      << "auto.create.topics.enable=false\n"
+         "authorizer.class.name=org.apache.kafka.metadata.authorizer."
+         "StandardAuthorizer\n"
+         "super.users=User:admin;User:ANONYMOUS\n"
+         "sasl.enabled.mechanisms=PLAIN\n"
+         "listener.name.sasl_plaintext.plain.sasl.jaas.config="
+         "org.apache.kafka.common.security.plain.PlainLoginModule required "
+         "username=\"admin\" password=\"admin-secret\" "
+         "user_admin=\"admin-secret\" user_relay=\"relay-secret\";\n";
+  setenv("OUTBOX_KAFKA_LISTENERS", "SASL_PLAINTEXT", 1);
+  setenv("OUTBOX_KAFKA_PROPERTIES", props.c_str(), 1);
+  const int rc = RunScript("kafka.sh start " + broker.dir + " >" + base_dir +
+                           "/broker.env");
+  unsetenv("OUTBOX_KAFKA_LISTENERS");
+  unsetenv("OUTBOX_KAFKA_PROPERTIES");
+  if (rc != 0) return broker;
+  std::ifstream in(base_dir + "/broker.env");
+  for (std::string line; std::getline(in, line);) {
+    auto value = [&](const std::string& key) -> std::string {
+      return line.rfind(key + "=", 0) == 0 ? line.substr(key.size() + 1) : "";
+    };
+    if (auto v = value("OUTBOX_KAFKA_BROKERS"); !v.empty())
+      broker.plaintext = v;
+    if (auto v = value("OUTBOX_KAFKA_SASL_PLAINTEXT_BROKERS"); !v.empty()) {
+      broker.sasl = v;
+    }
+  }
+  return broker;
+}
+
 int RunScript(const std::string& args) {
   const char* root = std::getenv("OUTBOX_ROOT");
   std::string cmd = absl::StrCat(root ? root : ".", "/scripts/", args);

@@ -127,6 +127,17 @@ int FreeLoopbackPort();
 // Runs a repo script ($OUTBOX_ROOT/scripts/...) through the shell; returns
 // its exit status.
 int RunScript(const std::string& args);
+// A broker of a test's own, started by scripts/kafka.sh in `dir`: auto
+// topic creation off, the StandardAuthorizer, super users admin and
+// ANONYMOUS, and a SASL/PLAIN listener with users admin (admin-secret) and
+// relay (relay-secret). `plaintext` and `sasl` are empty when it did not
+// start. Stop it with RunScript("kafka.sh stop " + dir).
+struct AclBroker {
+  std::string dir;
+  std::string plaintext;  // bootstrap servers of the plaintext listener
+  std::string sasl;       // and of the SASL_PLAINTEXT one
+};
+AclBroker StartAclBroker(const std::string& base_dir);
 // Polls `done` every 50 ms until true or timeout_ms; returns its last value.
 bool WaitUntil(const std::function<bool()>& done, int timeout_ms);
 // The whole file at path ("" when it cannot be read).

@@ -42,36 +42,11 @@ constexpr char kSlot[] = "outbox_relay";  // the default, on every cluster
 class StateTopicE2ETest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string base = TempDir("state_topic_acl");
-    broker_dir_ = new std::string(base + "/broker");
-    const std::string props = base + "/acl.properties";
-    std::ofstream(props)
-        << "auto.create.topics.enable=false\n"
-           "authorizer.class.name=org.apache.kafka.metadata.authorizer."
-           "StandardAuthorizer\n"
-           "super.users=User:admin;User:ANONYMOUS\n"
-           "sasl.enabled.mechanisms=PLAIN\n"
-           "listener.name.sasl_plaintext.plain.sasl.jaas.config="
-           "org.apache.kafka.common.security.plain.PlainLoginModule required "
-           "username=\"admin\" password=\"admin-secret\" "
-           "user_admin=\"admin-secret\" user_relay=\"relay-secret\";\n";
-    setenv("OUTBOX_KAFKA_LISTENERS", "SASL_PLAINTEXT", 1);
-    setenv("OUTBOX_KAFKA_PROPERTIES", props.c_str(), 1);
-    const int rc = RunScript("kafka.sh start " + *broker_dir_ + " >" + base +
-                             "/broker.env");
-    unsetenv("OUTBOX_KAFKA_LISTENERS");
-    unsetenv("OUTBOX_KAFKA_PROPERTIES");
-    ASSERT_EQ(rc, 0) << "the suite's broker did not start";
-    std::ifstream in(base + "/broker.env");
-    for (std::string line; std::getline(in, line);) {
-      auto value = [&](const std::string& key) -> std::string {
-        return line.rfind(key + "=", 0) == 0 ? line.substr(key.size() + 1) : "";
-      };
-      if (auto v = value("OUTBOX_KAFKA_BROKERS"); !v.empty()) plaintext_ = v;
-      if (auto v = value("OUTBOX_KAFKA_SASL_PLAINTEXT_BROKERS"); !v.empty()) {
-        sasl_ = v;
-      }
-    }
+    const AclBroker broker = StartAclBroker(TempDir("state_topic_acl"));
+    broker_dir_ = new std::string(broker.dir);
+    plaintext_ = broker.plaintext;
+    sasl_ = broker.sasl;
+    ASSERT_FALSE(plaintext_.empty()) << "the suite's broker did not start";
   }
 
   static void TearDownTestSuite() {
