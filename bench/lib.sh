@@ -42,3 +42,20 @@ bench_max_slots() {
 bench_summary() {
   PYTHONPATH="$OUTBOX_ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" python3 -m harness.drain_summary "$@"
 }
+
+# doc_block FILE NAME: the fenced code block of the markdown FILE whose
+# first line is `# handover: NAME`, without its fences; fails when there is
+# none. Scripts run a page's commands through it, so the page and the test
+# cannot drift apart.
+doc_block() {
+  local out
+  out=$(awk -v m="# handover: $2" '
+    f == 0 && /^```/ { f = 1; next }
+    f == 1 && $0 == m { f = 2; print; next }
+    f == 1 { f = /^```/ ? 0 : 3; next }
+    f == 2 && /^```/ { exit }
+    f == 2 { print; next }
+    f == 3 && /^```/ { f = 0 }' "$1")
+  [ -n "$out" ] || { echo "no block \"$2\" in $1" >&2; return 1; }
+  printf '%s\n' "$out"
+}
