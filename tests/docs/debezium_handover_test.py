@@ -38,6 +38,15 @@ REST_BLOCKS = ["save", "pause", "offsets", "stop", "check", "delete"]
 REST_ENDPOINTS = {("GET", "/config"), ("PUT", "/pause"), ("GET", "/status"),
                   ("GET", "/offsets"), ("PUT", "/stop"), ("DELETE", "")}
 
+
+
+def _configmap_ref(key):
+    """{KEY: {name: string}}, required: listOffsets and alterOffsets."""
+    return {"type": "object", "required": [key], "additionalProperties": False,
+            "properties": {key: {"type": "object", "additionalProperties": False,
+                                 "properties": {"name": {"type": "string"}}}}}
+
+
 # The KafkaConnector spec fields the page patches, as the CRD declares them
 # (additionalProperties false here: a field the CRD does not declare fails).
 _SPEC_FIELDS = {
@@ -48,18 +57,8 @@ _SPEC_FIELDS = {
     "config": {"type": "object"},
     "pause": {"type": "boolean"},
     "state": {"type": "string", "enum": ["paused", "stopped", "running"]},
-    "listOffsets": {
-        "type": "object", "required": ["toConfigMap"],
-        "additionalProperties": False,
-        "properties": {"toConfigMap": {
-            "type": "object", "additionalProperties": False,
-            "properties": {"name": {"type": "string"}}}}},
-    "alterOffsets": {
-        "type": "object", "required": ["fromConfigMap"],
-        "additionalProperties": False,
-        "properties": {"fromConfigMap": {
-            "type": "object", "additionalProperties": False,
-            "properties": {"name": {"type": "string"}}}}},
+    "listOffsets": _configmap_ref("toConfigMap"),
+    "alterOffsets": _configmap_ref("fromConfigMap"),
 }
 PATCH_SCHEMA = {"type": "object", "additionalProperties": False,
                 "properties": {"spec": {"type": "object",
