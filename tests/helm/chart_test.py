@@ -173,6 +173,62 @@ class Tools:
         return [d for d in yaml.safe_load_all(r.stdout) if d], ""
 
 
+# Labels prometheus-operator gives every series a ServiceMonitor scrapes,
+# besides namespace: per pod, or (service) not a label of the pods.
+OPERATOR_LABELS = {"service", "pod", "container", "endpoint", "instance"}
+PAIR_ALERTS = ("OutboxRelayNoActiveInstance", "OutboxRelayMultipleActive")
+BY_RE = re.compile(r"\bby \(([^)]*)\)")
+
+
+def check_pair_labels(docs, groups):
+    """Issue 33: the pair alerts count roles `by (...)` labels which the
+    ServiceMonitor's relabelings take from labels every relay pod has, and
+    which tell the release's databases apart (one group per pair)."""
+    errors = []
+    rules = {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
+    sms = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    workloads = list(pod_specs(docs))
+    if not sms or not workloads:
+        return errors
+    relabel = {}
+    for r in sms[0]["spec"]["endpoints"][0].get("relabelings", []):
+        relabel[r["targetLabel"]] = r["sourceLabels"]
+    for alert in PAIR_ALERTS:
+        m = BY_RE.search(rules[alert]["expr"])
+        by = [l.strip() for l in m.group(1).split(",")] if m else []
+        if "job" not in by or len(by) < 2:
+            errors.append("%s groups by %s: not per pair (job and a per-database label)" % (alert, by))
+            continue
+        identity = {}
+        for w, _ in workloads:
+            pod_labels = {re.sub(r"[^a-zA-Z0-9_]", "_", k): v
+                          for k, v in w["spec"]["template"]["metadata"]["labels"].items()}
+            values = []
+            for label in by:
+                if label in ("job", "namespace"):  # jobLabel; the release's namespace
+                    continue
+                if label in OPERATOR_LABELS:
+                    errors.append("%s groups by %s, which differs between a pair's pods" % (alert, label))
+                    continue
+                sources = relabel.get(label)
+                if not sources:
+                    errors.append("%s groups by %s, which the ServiceMonitor does not set" % (alert, label))
+                    continue
+                for src in sources:
+                    key = src[len("__meta_kubernetes_pod_label_"):]
+                    if not src.startswith("__meta_kubernetes_pod_label_") or not pod_labels.get(key):
+                        errors.append("%s/%s: the ServiceMonitor's %s comes from %s, which its pods lack"
+                                      % (w["kind"], w["metadata"]["name"], label, src))
+                values.append(tuple(pod_labels.get(src[len("__meta_kubernetes_pod_label_"):])
+                                    for src in sources))
+            name = "%s/%s" % (w["kind"], w["metadata"]["name"])
+            other = identity.setdefault(tuple(values), name)
+            if other != name:
+                errors.append("%s: %s counts the pods of %s and %s as one pair (%s)"
+                              % (alert, rules[alert]["expr"], other, name, values))
+    return errors
+
+
 def matches(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
@@ -380,6 +436,7 @@ def validate(tools, repo, docs):
         if rule["spec"]["groups"] != shipped:
             errors.append("PrometheusRule groups differ from %s" % RULES)
         errors += check_rules(tools, repo, rule["spec"]["groups"])
+        errors += check_pair_labels(docs, rule["spec"]["groups"])
 
     with open(os.path.join(repo, DASHBOARD)) as f:
         dashboard = json.load(f)
