@@ -8,6 +8,12 @@ runbook_url anchor and giving its `for` ("at once" without one); no row
 names an alert the file lacks. The "Fires when" column is prose: it is not
 checked beyond being non-empty.
 
+Each runbook_url is an absolute link (Alertmanager shows a relative one as
+text): https://...docs/operations/runbooks.md#<anchor> (the chart swaps
+the part before '#' for prometheusRule.runbookBaseUrl), and <anchor> is
+the id of a heading of that page without an explicit {#id}, so the same
+on GitHub and on the mkdocs site.
+
 Usage: alert_table_test.py REPO_ROOT
 """
 import os
@@ -18,7 +24,22 @@ import yaml
 
 RULES = "docker/prometheus/outbox-relay.rules.yml"
 PAGE = "docs/operations/monitoring.md"
+RUNBOOKS = "docs/operations/runbooks.md"
+URL = re.compile(r"^https://[^#\s]+/" + re.escape(RUNBOOKS) + r"#([^#\s]+)$")
 ROW = re.compile(r"^\| \[`(\w+)`\]\(([^)]*)\) \| (.+) \| ([^|]+) \|$")
+
+
+def heading_ids(path):
+    """The anchors of the page's headings that have no explicit {#id}, as
+    mkdocs' toc (and GitHub) make them."""
+    ids = set()
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^#{1,6} (.+?)\s*$", line)
+            if m and not re.search(r"\{#[^}]*\}$", m.group(1)):
+                slug = re.sub(r"[^\w\s-]", "", m.group(1)).strip().lower()
+                ids.add(re.sub(r"[-\s]+", "-", slug))
+    return ids
 
 
 def main():
@@ -40,6 +61,18 @@ def main():
             errors.append("%s: a row for %s, which %s does not have" % (PAGE, name, RULES))
     if not errors and have != want:
         errors.append("%s: rows in the order %s, the rules file's is %s" % (PAGE, have, want))
+    anchors = heading_ids(os.path.join(root, RUNBOOKS))
+    for a in alerts:
+        url = a.get("annotations", {}).get("runbook_url")
+        if url is None:
+            continue
+        m = URL.match(url)
+        if not m:
+            errors.append("%s: %s's runbook_url %r is not https://.../%s#<anchor>"
+                          % (RULES, a["alert"], url, RUNBOOKS))
+        elif m.group(1) not in anchors:
+            errors.append("%s: %s's runbook_url names #%s, which no heading of %s has"
+                          % (RULES, a["alert"], m.group(1), RUNBOOKS))
     by_name = {m.group(1): m for m in rows}
     for a in alerts:
         m = by_name.get(a["alert"])

@@ -9,7 +9,9 @@ Links checked:
   - every "docs/<page>.md[#anchor]" the code (src/, include/), the alert rules
     (docker/prometheus/*.yml) and the scripts name, runbook_url included;
   - every alert in docker/prometheus/outbox-relay.rules.yml carries
-    runbook_url: docs/operations/runbooks.md#<alert name lower-cased>.
+    runbook_url: https://<base>/docs/operations/runbooks.md#<alert name
+    lower-cased> (absolute, so Alertmanager shows a link; the Helm chart
+    swaps the part before '#' for prometheusRule.runbookBaseUrl).
   - every repository path named in backquotes (`src/...`, `tests/...`,
     `docker/...`, ...) in CHANGELOG.md, README.md and docs/**/*.md exists
     (a path with a placeholder, <x>, {x} or *, is left alone);
@@ -164,8 +166,9 @@ for line in rules.read_text(encoding="utf-8").splitlines():
     if m and alert:
         urls[alert] = m.group(1)
 for name, url in urls.items():
-    want = f"docs/operations/runbooks.md#{name.lower()}"
-    if url != want:
+    want = f"https://.../docs/operations/runbooks.md#{name.lower()}"
+    if not (url and re.match(r"^https://[^#\s]+/docs/operations/runbooks\.md#", url)
+            and url.endswith(f"#{name.lower()}")):
         errors.append(f"{rules.relative_to(ROOT)}: alert {name}: runbook_url "
                       f"is {url}, want {want}")
 

@@ -173,6 +173,62 @@ class Tools:
         return [d for d in yaml.safe_load_all(r.stdout) if d], ""
 
 
+# Labels prometheus-operator gives every series a ServiceMonitor scrapes,
+# besides namespace: per pod, or (service) not a label of the pods.
+OPERATOR_LABELS = {"service", "pod", "container", "endpoint", "instance"}
+PAIR_ALERTS = ("OutboxRelayNoActiveInstance", "OutboxRelayMultipleActive")
+BY_RE = re.compile(r"\bby \(([^)]*)\)")
+
+
+def check_pair_labels(docs, groups):
+    """Issue 33: the pair alerts count roles `by (...)` labels which the
+    ServiceMonitor's relabelings take from labels every relay pod has, and
+    which tell the release's databases apart (one group per pair)."""
+    errors = []
+    rules = {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
+    sms = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    workloads = list(pod_specs(docs))
+    if not sms or not workloads:
+        return errors
+    relabel = {}
+    for r in sms[0]["spec"]["endpoints"][0].get("relabelings", []):
+        relabel[r["targetLabel"]] = r["sourceLabels"]
+    for alert in PAIR_ALERTS:
+        m = BY_RE.search(rules[alert]["expr"])
+        by = [l.strip() for l in m.group(1).split(",")] if m else []
+        if "job" not in by or len(by) < 2:
+            errors.append("%s groups by %s: not per pair (job and a per-database label)" % (alert, by))
+            continue
+        identity = {}
+        for w, _ in workloads:
+            pod_labels = {re.sub(r"[^a-zA-Z0-9_]", "_", k): v
+                          for k, v in w["spec"]["template"]["metadata"]["labels"].items()}
+            values = []
+            for label in by:
+                if label in ("job", "namespace"):  # jobLabel; the release's namespace
+                    continue
+                if label in OPERATOR_LABELS:
+                    errors.append("%s groups by %s, which differs between a pair's pods" % (alert, label))
+                    continue
+                sources = relabel.get(label)
+                if not sources:
+                    errors.append("%s groups by %s, which the ServiceMonitor does not set" % (alert, label))
+                    continue
+                for src in sources:
+                    key = src[len("__meta_kubernetes_pod_label_"):]
+                    if not src.startswith("__meta_kubernetes_pod_label_") or not pod_labels.get(key):
+                        errors.append("%s/%s: the ServiceMonitor's %s comes from %s, which its pods lack"
+                                      % (w["kind"], w["metadata"]["name"], label, src))
+                values.append(tuple(pod_labels.get(src[len("__meta_kubernetes_pod_label_"):])
+                                    for src in sources))
+            name = "%s/%s" % (w["kind"], w["metadata"]["name"])
+            other = identity.setdefault(tuple(values), name)
+            if other != name:
+                errors.append("%s: %s counts the pods of %s and %s as one pair (%s)"
+                              % (alert, rules[alert]["expr"], other, name, values))
+    return errors
+
+
 def matches(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
@@ -225,8 +281,26 @@ def check_config(tools, text):
     return ["outbox-relay refuses the rendered config: " + err.splitlines()[-1]]
 
 
+def runbook_bases(groups):
+    """The parts before '#' of the groups' runbook_urls."""
+    return {r["annotations"]["runbook_url"].split("#", 1)[0]
+            for g in groups for r in g["rules"] if "runbook_url" in r.get("annotations", {})}
+
+
+def with_runbook_base(groups, base):
+    """The groups with each runbook_url's part before '#' replaced by base."""
+    groups = copy.deepcopy(groups)
+    for g in groups:
+        for r in g["rules"]:
+            url = r.get("annotations", {}).get("runbook_url")
+            if url is not None:
+                r["annotations"]["runbook_url"] = base + "#" + url.split("#", 1)[-1]
+    return groups
+
+
 def check_rules(tools, repo, groups):
-    """promtool over the rendered groups, plus the shipped unit tests."""
+    """promtool over the rendered groups, plus the shipped unit tests (their
+    runbook_urls moved to the render's prometheusRule.runbookBaseUrl)."""
     errors = []
     with tempfile.TemporaryDirectory() as tmp:
         rules = os.path.join(tmp, "outbox-relay.rules.yml")
@@ -237,7 +311,14 @@ def check_rules(tools, repo, groups):
             errors.append("promtool check rules on the rendered PrometheusRule: "
                           + (r.stdout + r.stderr).strip())
             return errors
-        shutil.copy(os.path.join(repo, RULES_TEST), tmp)
+        with open(os.path.join(repo, RULES)) as f:
+            (shipped_base,) = runbook_bases(yaml.safe_load(f)["groups"])
+        with open(os.path.join(repo, RULES_TEST)) as f:
+            test = f.read()
+        for base in sorted(runbook_bases(groups))[:1]:
+            test = test.replace(shipped_base + "#", base + "#")
+        with open(os.path.join(tmp, os.path.basename(RULES_TEST)), "w") as f:
+            f.write(test)
         r = tools.run([tools.promtool, "test", "rules",
                        os.path.basename(RULES_TEST)], cwd=tmp)
         if r.returncode != 0:
@@ -377,9 +458,15 @@ def validate(tools, repo, docs):
     with open(os.path.join(repo, RULES)) as f:
         shipped = yaml.safe_load(f)["groups"]
     for rule in by_kind.get("PrometheusRule", []):
-        if rule["spec"]["groups"] != shipped:
+        # Issue 33: every runbook_url is prometheusRule.runbookBaseUrl (one
+        # absolute URL) + the shipped anchor; nothing else differs.
+        bases = sorted(runbook_bases(rule["spec"]["groups"]))
+        if len(bases) != 1 or not re.match(r"^https?://[^#\s]+$", bases[0]):
+            errors.append("PrometheusRule runbook_urls start with %s, not one absolute URL" % bases)
+        elif rule["spec"]["groups"] != with_runbook_base(shipped, bases[0]):
             errors.append("PrometheusRule groups differ from %s" % RULES)
         errors += check_rules(tools, repo, rule["spec"]["groups"])
+        errors += check_pair_labels(docs, rule["spec"]["groups"])
 
     with open(os.path.join(repo, DASHBOARD)) as f:
         dashboard = json.load(f)
@@ -527,6 +614,24 @@ def main():
             print("ok   a broken rule in %s fails promtool on the render" % RULES)
         else:
             fail("a broken rule in docker/prometheus was not refused (errors: %s)" % errs)
+
+    # 4. runbook_url (issue 33): the default values keep the rules file's
+    #    links; tests/helm/values/databases.yaml's prometheusRule.runbookBaseUrl
+    #    replaces the part before '#' of every one.
+    with open(os.path.join(repo, RULES)) as f:
+        shipped = yaml.safe_load(f)["groups"]
+    for name, values in (("default", None), ("databases.yaml", os.path.join(here, "values", "databases.yaml"))):
+        want = runbook_bases(shipped)
+        if values:
+            with open(values) as f:
+                want = {yaml.safe_load(f)["prometheusRule"]["runbookBaseUrl"]}
+        docs, err = tools.template(chart, values)
+        (rule,) = [d for d in docs or [] if d["kind"] == "PrometheusRule"] or [None]
+        got = runbook_bases(rule["spec"]["groups"]) if rule else err
+        if got != want or len(want) != 1:
+            fail("%s: runbook_urls start with %s, expected %s" % (name, got, want))
+        else:
+            print("ok   %s: every runbook_url is %s#<anchor>" % (name, list(want)[0]))
 
     for note in sorted(tools.notes):
         print("note " + note)

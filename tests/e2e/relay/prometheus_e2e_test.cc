@@ -46,7 +46,9 @@ class PrometheusE2ETest : public RelayE2ETest {
   }
 
   // Starts Prometheus scraping the relay's HTTP port every second, with
-  // the repository's alert rules evaluated every second.
+  // the repository's alert rules evaluated every second. The target has a
+  // database label, as docs/operations/high-availability.md tells an
+  // operator scraping several pairs under one job to give each pair.
   void StartPrometheus(int relay_port) {
     const std::string root = getenv("OUTBOX_ROOT");
     const std::string config = dir_ + "/prometheus.yml";
@@ -61,7 +63,9 @@ class PrometheusE2ETest : public RelayE2ETest {
                              "  - job_name: outbox-relay\n"
                              "    static_configs:\n"
                              "      - targets: ['127.0.0.1:"
-                          << relay_port << "']\n";
+                          << relay_port
+                          << "']\n"
+                             "        labels: {database: app}\n";
     prom_port_ = FreeLoopbackPort();
     ASSERT_GT(prom_port_, 0);
     prometheus_ = Process::Start(
@@ -230,12 +234,13 @@ TEST_F(PrometheusE2ETest, ScrapesTheRelayEvaluatesTheRulesAndTheDashboard) {
     want_alerts.insert((*it)[1]);
   }
   ASSERT_GE(want_alerts.size(), 10u);
-  std::set<std::string> healthy_alerts, firing, unhealthy;
+  std::set<std::string> healthy_alerts, firing, unhealthy, runbook_urls;
   int recording_ok = 0;
   auto read_rules = [&] {
     healthy_alerts.clear();
     firing.clear();
     unhealthy.clear();
+    runbook_urls.clear();
     recording_ok = 0;
     std::string body = GetJson("/api/v1/rules", {});
     simdjson::dom::element doc;
@@ -258,6 +263,11 @@ TEST_F(PrometheusE2ETest, ScrapesTheRelayEvaluatesTheRulesAndTheDashboard) {
           continue;
         }
         healthy_alerts.insert(name);
+        // An absolute link, so Alertmanager shows one (issue 33 item 3).
+        std::string_view url;
+        if (rule["annotations"]["runbook_url"].get(url) == simdjson::SUCCESS) {
+          runbook_urls.insert(std::string(url));
+        }
         if (state != "inactive") firing.insert(name + ": " + state);
       }
     }
@@ -286,6 +296,23 @@ TEST_F(PrometheusE2ETest, ScrapesTheRelayEvaluatesTheRulesAndTheDashboard) {
   // of a few samples: the guard, not luck, keeps it empty.
   EXPECT_THAT(no_progress_expr,
               ::testing::HasSubstr("outbox_relay_confirmed_lsn offset 10m"));
+  // The pair alerts (issue 33 item 3) count this pair's active instances
+  // by its database label: one group, database="app", one active.
+  for (const char* pair_alert :
+       {"OutboxRelayNoActiveInstance", "OutboxRelayMultipleActive"}) {
+    std::smatch m;
+    ASSERT_TRUE(
+        std::regex_search(rules_yaml, m,
+                          std::regex(std::string("- alert: ") + pair_alert +
+                                     "\\n\\s*expr: (.+) (==|>) [0-9]+\\n")))
+        << pair_alert;
+    QueryResult pairs = Query(m[1]);
+    ASSERT_EQ(pairs.samples.size(), 1u) << pair_alert << ": " << m[1];
+    EXPECT_EQ(pairs.samples[0].labels["database"], "app") << m[1];
+    EXPECT_EQ(pairs.samples[0].value, "1") << m[1];
+  }
+  EXPECT_THAT(runbook_urls, ::testing::Each(::testing::StartsWith("https://")));
+  EXPECT_EQ(runbook_urls.size(), want_alerts.size());
 
   // The dashboard: every panel query runs, and each returns data (by now
   // rate()s over [1m] have at least two samples).
