@@ -20,6 +20,7 @@ APT_PACKAGES=(
   chromium prometheus  # the status page test (headless) and a real scrape
   file  # cpack's dpkg-shlibdeps (the Debian package's Depends)
   podman runc debootstrap  # the container image and package tests
+  catatonit  # the infra (pause) container of podman kube play (tests/helm/kube_play_test.sh)
   $(java_package)
 )
 # Maven may come from elsewhere on the machine; Debian's otherwise

@@ -1,0 +1,134 @@
+"""What kube_play_test.sh needs from a rendered chart (helm template output).
+
+  kube_play.py play SUFFIX <rendered >played
+      The objects podman kube play runs (the workloads, the ConfigMaps they
+      mount, the Secrets), changed only where podman 4.3 on one host
+      differs from a cluster (kube_play_test.sh's header says why):
+      workload and ConfigMap names get SUFFIX (one played copy per
+      replica), replicas 1, hostNetwork, no containerPort (named probe
+      ports resolved to their number first, as a kubelet does), and no
+      Secret (see secret).
+  kube_play.py secrets <rendered
+      One line per Secret: its name and its keys as podman 4.3's envFrom
+      reads a podman secret (a JSON object of base64 values; a Secret
+      that kube play stores itself is YAML, which envFrom then refuses:
+      "not valid JSON").
+  kube_play.py probes <rendered
+      One line per container probe: CONTAINER KIND PATH PORT PERIOD
+      TIMEOUT FAILURES INITIAL_DELAY (the port resolved by name).
+  kube_play.py grace <rendered
+      terminationGracePeriodSeconds of the (first) workload.
+  kube_play.py names KIND <played
+      The names of the objects of KIND.
+  kube_play.py commands FILE...
+      The executables every container of every workload runs (init
+      containers too): command[0], or "-" for the image's ENTRYPOINT.
+"""
+
+import base64
+import json
+import sys
+
+import yaml
+
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
+
+
+def load(stream):
+    return [d for d in yaml.safe_load_all(stream) if d]
+
+
+def pod_spec(doc):
+    return doc["spec"]["template"]["spec"]
+
+
+def containers(spec):
+    return spec.get("initContainers", []) + spec.get("containers", [])
+
+
+def resolve_port(container, port):
+    """A probe's port as a number: a name is looked up in the container's
+    ports, as the kubelet does; an unknown name is an error."""
+    if isinstance(port, int):
+        return port
+    for p in container.get("ports", []):
+        if p.get("name") == port:
+            return p["containerPort"]
+    raise SystemExit(f"probe port {port!r} names no port of container {container['name']}")
+
+
+def probes(container):
+    for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(kind)
+        if probe:
+            yield kind, probe
+
+
+def play(suffix, docs):
+    workloads = [d for d in docs if d["kind"] in WORKLOADS]
+    mounted = set()
+    for w in workloads:
+        spec = pod_spec(w)
+        for v in spec.get("volumes", []):
+            if "configMap" in v:
+                mounted.add(v["configMap"]["name"])
+                v["configMap"]["name"] += suffix
+    out = []
+    for d in docs:
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] in mounted:
+            d["metadata"]["name"] += suffix
+            out.append(d)
+    for w in workloads:
+        w["metadata"]["name"] += suffix
+        w["spec"]["replicas"] = 1
+        spec = pod_spec(w)
+        spec["hostNetwork"] = True
+        for c in containers(spec):
+            for _, probe in probes(c):
+                if "httpGet" in probe:
+                    probe["httpGet"]["port"] = resolve_port(c, probe["httpGet"]["port"])
+            c.pop("ports", None)
+        out.append(w)
+    yaml.safe_dump_all(out, sys.stdout, sort_keys=False)
+
+
+def main():
+    cmd = sys.argv[1]
+    if cmd == "play":
+        play(sys.argv[2], load(sys.stdin))
+    elif cmd == "probes":
+        for w in (d for d in load(sys.stdin) if d["kind"] in WORKLOADS):
+            for c in containers(pod_spec(w)):
+                for kind, p in probes(c):
+                    get = p.get("httpGet")
+                    if get is None:
+                        raise SystemExit(f"{c['name']} {kind}: only httpGet probes are run here")
+                    print(c["name"], kind, get.get("path", "/"), resolve_port(c, get["port"]),
+                          p.get("periodSeconds", 10), p.get("timeoutSeconds", 1),
+                          p.get("failureThreshold", 3), p.get("initialDelaySeconds", 0))
+    elif cmd == "grace":
+        w = next(d for d in load(sys.stdin) if d["kind"] in WORKLOADS)
+        print(pod_spec(w).get("terminationGracePeriodSeconds", 30))
+    elif cmd == "secrets":
+        for d in load(sys.stdin):
+            if d["kind"] == "Secret":
+                keys = dict(d.get("data") or {})
+                for k, v in (d.get("stringData") or {}).items():
+                    keys[k] = base64.b64encode(str(v).encode()).decode()
+                print(d["metadata"]["name"], json.dumps(keys))
+    elif cmd == "names":
+        for d in load(sys.stdin):
+            if d["kind"] == sys.argv[2]:
+                print(d["metadata"]["name"])
+    elif cmd == "commands":
+        for path in sys.argv[2:]:
+            with open(path) as f:
+                for w in (d for d in load(f) if d["kind"] in WORKLOADS):
+                    for c in containers(pod_spec(w)):
+                        print((c.get("command") or ["-"])[0])
+    else:
+        raise SystemExit(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()

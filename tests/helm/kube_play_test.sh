@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# CTest (labels kube, integration): the Helm chart EXECUTED. helm renders
+# deploy/helm/outbox-relay (scripts/helm_tools.sh's helm) and podman kube
+# play runs what it renders, with the image the container test builds
+# (localhost/outbox-relay:test, scripts/container.sh build: podman's layer
+# cache makes it free once container_test has built it), against the
+# suite's PostgreSQL and Kafka.
+#
+#   kube_play_test.sh image      build the image if needed (the fixture)
+#   kube_play_test.sh relay      relay mode: 2 replicas, active + standby
+#   kube_play_test.sh poller     poller mode: 2 replicas, both polling
+#   kube_play_test.sh commands   every container command exists in the image
+#
+# relay and poller check, with the chart's own rendered objects:
+#   - both replicas start; relay: one active, one standby (/activez and
+#     /status.json's role), /readyz 200 on both;
+#   - the liveness and readiness probes run are the ones the manifest
+#     declares (read from it: HTTP GET path and port, run against each
+#     pod), and podman's healthcheck is the liveness probe's;
+#   - events reach Kafka (the topic comes from the chart's Secret, through
+#     envFrom and ${VAR} in the relay YAML); SIGKILL of the active pod's
+#     container: the other pod takes over, 0 events missing (distinct ids
+#     in the topic against those written); the killed container, started
+#     again, is a standby;
+#   - stopping the pods drains within the manifest's
+#     terminationGracePeriodSeconds: the program exits 0; relay: the slot is
+#     confirmed past the last event; poller: every row is marked sent.
+#
+# Where podman kube play (4.3) is not a cluster, and what is done here:
+#   - One played copy per replica. podman does create `replicas` pods for a
+#     Deployment (NAME-pod-0, -1, ...), but they share one ConfigMap and,
+#     with host networking, one port. Each replica is rendered with its own
+#     http.port (the chart's value: http.listen, containerPort and the
+#     probes follow it) and played as NAME-rI with replicas 1; all copies
+#     share the slot, the slot marker id and the Secret, as a Deployment's
+#     pods do.
+#   - Host networking (hostNetwork: true added). The suite's servers listen
+#     on 127.0.0.1 and Kafka advertises 127.0.0.1: from a pod's own network
+#     namespace (bridge, or slirp4netns with allow_host_loopback) the
+#     bootstrap broker is reachable but the advertised one is the pod's own
+#     loopback. In a cluster each pod has its own IP, so one port serves
+#     every replica; here each replica needs its own (above).
+#   - The chart's Secret is made a podman secret by the test, as podman
+#     4.3's envFrom reads one (JSON, base64 values): a Secret played by
+#     kube play is stored as YAML, which its envFrom refuses ("not valid
+#     JSON").
+#   - containerPort removed. podman 4.3 publishes every containerPort on
+#     the host, which host networking refuses; the probes' named port
+#     ("http") is resolved to its number first, as the kubelet does.
+#   - Readiness is not gated: podman makes a healthcheck of the liveness
+#     probe only (curl in the image; interval, timeout, retries, start
+#     period from the probe), ignores readinessProbe, and has no Service
+#     whose endpoints would follow it. The periodic healthcheck needs
+#     systemd timers (none here): podman never runs it by itself, so a
+#     failing liveness probe restarts nothing. This test runs both probes
+#     itself, and the healthcheck once (podman healthcheck run).
+#   - terminationGracePeriodSeconds is not honoured: podman kube down stops
+#     pods with a timeout of 0 (SIGKILL at once), and a played container's
+#     stop timeout is podman's 10 s. The kubelet's termination (SIGTERM,
+#     SIGKILL after the grace period) is done here as podman pod stop -t
+#     GRACE, then podman kube down removes the stopped pods.
+#   - No restart back-off: a container whose process dies is restarted at
+#     once (restartPolicy Always), so a killed active relay may win its slot
+#     back before the standby's next retry. The test kills with podman kill
+#     (which podman does not restart), sees the standby take over, then
+#     starts the killed container itself, as the kubelet would.
+#   - emptyDir becomes a named podman volume (here "tmp"), shared by every
+#     played pod; the image's VOLUME gets an anonymous volume (removed at
+#     the end). No ServiceAccount, Service, PodDisruptionBudget, rollout,
+#     scheduling or resource limits; the ServiceMonitor, PrometheusRule and
+#     dashboard are checked offline by helm_chart.
+source "$(dirname "$0")/../packaging/container_lib.sh"
+phase=${1:?usage: kube_play_test.sh image|relay|poller|commands}
+# (OUTBOX_KUBE_IMAGE: another tag while developing, never the shared one.)
+tag=${OUTBOX_KUBE_IMAGE:-localhost/outbox-relay:test}
+chart=$root/deploy/helm/outbox-relay
+helm_dir=${OUTBOX_HELM_DIR:-${OUTBOX_CACHE:-$root/.cache}/helm}   # scripts/helm_tools.sh's
+helm=$helm_dir/bin/helm py=$helm_dir/venv/bin/python
+[ -x "$helm" ] && [ -x "$py" ] || die "helm or its venv missing under $helm_dir: run scripts/setup.sh"
+kp() { "$py" "$root/tests/helm/kube_play.py" "$@"; }
+KUBE_VERSION=$(sed -n 's/^KUBERNETES_VERSION = "\(.*\)"/\1/p' "$root/tests/helm/chart_test.py")
+id=kube_$$ rel=kube-$$   # (table, slot, topic) and the Helm release
+work=$(mktemp -d "/tmp/$id.XXXXXX")
+played=() volumes=() secrets=()
+cleanup() {
+  local f v
+  for f in "${played[@]}"; do
+    pm kube down "$f" >/dev/null 2>&1 || true
+  done
+  for v in "${volumes[@]}"; do
+    pm volume rm -f "$v" >/dev/null 2>&1 || true
+  done
+  # The emptyDir volume, shared by every played pod: only once unused.
+  pm volume rm tmp >/dev/null 2>&1 || true
+  for v in "${secrets[@]}"; do
+    pm secret rm "$v" >/dev/null 2>&1 || true
+  done
+  psql -q -c "DROP TABLE IF EXISTS $id" >/dev/null 2>&1 || true
+  psql -Atc "SELECT pg_drop_replication_slot('$id') FROM pg_replication_slots WHERE slot_name = '$id'" \
+    >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The image, built as container_test.sh builds it (same tag, same build
+# argument: a layer cache hit after container_test).
+build_image() {
+  local revision start=$SECONDS
+  revision=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+  "$root/scripts/container.sh" build "$tag" docker/Dockerfile \
+    --build-arg OUTBOX_GIT_REVISION="$revision" >"$work/build.log" 2>&1 ||
+    { tail -30 "$work/build.log"; exit 1; }
+  echo "image $tag ready in $((SECONDS - start)) s"
+}
+
+render() {  # render OUT VALUES [helm args...]
+  local out=$1 values=$2; shift 2
+  "$helm" template "$rel" "$chart" --namespace kube --kube-version "$KUBE_VERSION" \
+    -f "$values" "$@" >"$out" 2>"$work/helm.err" ||
+    { cat "$work/helm.err"; exit 1; }
+}
+
+http_code() { curl -s -o /dev/null -m 5 -w '%{http_code}' "http://127.0.0.1:$1$2" || true; }
+is_200() { [ "$(http_code "$1" "$2")" = 200 ]; }
+role() { curl -s -m 5 "http://127.0.0.1:$1/status.json" | "$py" -c 'import json,sys; print(json.load(sys.stdin).get("role", ""))' 2>/dev/null || true; }
+# main_container POD: the pod's container of the chart (not the infra one).
+main_container() { pm ps -a --filter "pod=$1" --format '{{.Names}}' | grep -v -- '-infra$' | head -1; }
+logs() { pm logs "$1" 2>&1 | grep -v '"kafka producer"\|"config"\|CONFWARN' | tail -"${2:-5}"; }
+
+# play_replicas VALUES N: renders and plays N replicas; sets ports[i],
+# pods[i], ctrs[i], and rendered (replica 0's manifest).
+play_replicas() {
+  local values=$1 n=$2 i port yaml
+  ports=() pods=() ctrs=()
+  for ((i = 0; i < n; i++)); do
+    port=$(free_port)
+    render "$work/rendered-$i.yaml" "$values" --set http.port="$port"
+    kp play "-r$i" <"$work/rendered-$i.yaml" >"$work/played-$i.yaml"
+    yaml=$work/played-$i.yaml
+    if [ $i = 0 ]; then
+      while read -r name keys; do
+        pm secret rm "$name" >/dev/null 2>&1 || true
+        echo "$keys" | pm secret create "$name" - >/dev/null
+        secrets+=("$name")
+      done < <(kp secrets <"$work/rendered-$i.yaml")
+    fi
+    played+=("$yaml")
+    volumes+=($(kp names ConfigMap <"$yaml"))
+    pm kube play "$yaml" >"$work/play-$i.log" 2>&1 ||
+      { cat "$work/play-$i.log"; fail "podman kube play of replica $i failed"; exit 1; }
+    ports[i]=$port
+    # podman names a Deployment's pods NAME-pod-0, -1, ...
+    pods[i]=$(kp names Deployment <"$yaml")-pod-0
+    ctrs[i]=$(main_container "${pods[i]}")
+    [ -n "${ctrs[i]}" ] || { fail "replica $i: no pod or container"; exit 1; }
+    volumes+=($(pm inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "${ctrs[i]}" | tr ' ' '\n' | grep -vx tmp || true))
+  done
+  rendered=$work/rendered-0.yaml
+}
+
+# check_probes I: the manifest's probes, run against replica I; podman's
+# healthcheck is its liveness probe.
+check_probes() {
+  local i=$1 ctr kind path port period timeout failures delay hc n=0
+  while read -r ctr kind path port period timeout failures delay; do
+    n=$((n + 1))
+    [ "$port" = "${ports[i]}" ] || fail "replica $i: $kind port $port is not the pod's http port ${ports[i]}"
+    wait_for 60 is_200 "$port" "$path" ||
+      fail "replica $i: $kind GET $path on $port answered $(http_code "$port" "$path")"
+    [ "$kind" = livenessProbe ] || continue
+    hc=$(pm inspect -f '{{json .Config.Healthcheck}}' "${ctrs[i]}")
+    # podman 4.3: {"Test":["CMD-SHELL","curl","-f","http://localhost:PORT/PATH","||","exit","1"],
+    #              "StartPeriod":ns,"Interval":ns,"Timeout":ns,"Retries":n}
+    "$py" - "$hc" "$port" "$path" "$period" "$timeout" "$failures" "$delay" <<'PY' ||
+import json, sys
+hc, port, path, period, timeout, failures, delay = sys.argv[1:]
+h = json.loads(hc)
+want = {"Interval": int(period) * 10**9, "Timeout": int(timeout) * 10**9,
+        "Retries": int(failures), "StartPeriod": int(delay) * 10**9}
+got = {k: h.get(k) for k in want}
+url = f"http://localhost:{port}{path}"
+sys.exit(0 if got == want and url in h["Test"] else f"{h} is not GET {url} {want}")
+PY
+      fail "replica $i: podman's healthcheck is not the liveness probe"
+    pm healthcheck run "${ctrs[i]}" </dev/null >/dev/null 2>&1 ||
+      fail "replica $i: podman healthcheck run failed: $(pm inspect -f '{{json .State.Health}}' "${ctrs[i]}")"
+  done < <(kp probes <"$work/rendered-$i.yaml")
+  [ $n = 2 ] || fail "replica $i: $n probes in the manifest, want liveness and readiness"
+}
+
+# stop_pod I GRACE: the kubelet's termination (SIGTERM, SIGKILL after the
+# grace period) as podman pod stop -t; the program must exit 0 in time.
+stop_pod() {
+  local i=$1 grace=$2 start=$SECONDS took code
+  pm pod stop -t "$grace" "${pods[i]}" >/dev/null
+  took=$((SECONDS - start))
+  code=$(pm inspect -f '{{.State.ExitCode}}' "${ctrs[i]}")
+  [ "$code" = 0 ] || fail "replica $i: exit $code after SIGTERM, want 0: $(logs "${ctrs[i]}")"
+  [ $took -lt "$grace" ] || fail "replica $i: stopping took $took s, grace period $grace s"
+  echo "replica $i drained in $took s (grace period $grace s)"
+}
+
+# kill_and_takeover TABLE FROM: writes events FROM..FROM+99 while SIGKILLing
+# the container of the replica whose /activez is 200 (relay) or of
+# replica 0 (poller); the other must carry on. Sets killed.
+kill_and_takeover() {
+  local table=$1 from=$2 i other writer
+  killed=0
+  if [ "$phase" = relay ]; then
+    is_200 "${ports[0]}" /activez || killed=1
+  fi
+  other=$((1 - killed))
+  write_events "$table" "$from" $((from + 99)) &
+  writer=$!
+  # podman kill: podman does not restart what it killed itself, so the
+  # other replica takes the slot (a process killed from outside is
+  # restarted at once, with no back-off, and may win the slot back).
+  pm kill -s KILL "${ctrs[killed]}" >/dev/null
+  wait $writer || fail "writing events $from.. failed"
+  code=$(pm wait "${ctrs[killed]}")
+  [ "$code" = 137 ] || fail "replica $killed: exit $code after SIGKILL, want 137"
+  if [ "$phase" = relay ]; then
+    wait_for 120 is_200 "${ports[other]}" /activez ||
+      fail "replica $other did not take over: $(logs "${ctrs[other]}")"
+    [ "$(role "${ports[other]}")" = active ] || fail "replica $other: role $(role "${ports[other]}") after takeover"
+  fi
+  # The kubelet's restart of the killed container.
+  pm start "${ctrs[killed]}" >/dev/null 2>&1
+  wait_for 120 is_200 "${ports[killed]}" /readyz ||
+    fail "replica $killed: /readyz $(http_code "${ports[killed]}" /readyz) after its restart: $(logs "${ctrs[killed]}")"
+  if [ "$phase" = relay ]; then
+    [ "$(role "${ports[killed]}")" = standby ] || fail "restarted replica $killed: role $(role "${ports[killed]}"), want standby"
+  fi
+}
+
+values_file() {  # values_file MODE: the test's values (helm -f)
+  cat <<EOF
+mode: $1
+image:
+  repository: ${tag%:*}
+  tag: ${tag##*:}
+  pullPolicy: Never
+config:
+  kafka:
+    brokers: "$BROKERS"
+  outbox:
+    tables:
+      - table: public.$id
+    # From the chart's Secret (envFrom), expanded by the relay.
+    topic: "\${KUBE_TOPIC}"
+databases:
+  - name: app
+    conninfo: "$CONNINFO"
+    slot: $id
+secret:
+  stringData:
+    KUBE_TOPIC: "$id.events"
+EOF
+  [ "$1" = relay ] || printf 'poller:\n  replicas: 2\n'
+}
+
+case $phase in
+  image)
+    build_image ;;
+
+  commands)
+    # Every container of every rendered manifest (default values and each
+    # tests/helm/values/*.yaml), init containers included.
+    image=$(pm image inspect -f '{{index .Config.Entrypoint 0}}' "$tag") ||
+      die "image $tag missing: run kube_play_test.sh image"
+    n=0
+    for values in /dev/null "$root"/tests/helm/values/*.yaml; do
+      render "$work/commands-$n.yaml" "$values"
+      n=$((n + 1))
+    done
+    cmds=$(kp commands "$work"/commands-*.yaml | sed "s|^-\$|$image|" | sort -u)
+    [ -n "$cmds" ] || fail "no container command in $n manifests"
+    echo "commands of $n manifests: $(echo $cmds)"
+    missing=$(pm run --rm --pull=never --health-interval disable --entrypoint sh "$tag" -c \
+      'for c; do command -v "$c" >/dev/null || echo "$c"; done' sh $cmds 2>"$work/run.err") ||
+      fail "podman run $tag failed: $(tail -3 "$work/run.err")"
+    [ -z "$missing" ] || fail "not in the image $tag: $missing"
+    finish "every container command of the chart is in the image" ;;
+
+  relay | poller)
+    if [ "$phase" = relay ]; then
+      make_table "$id"
+    else
+      sed "s/\boutbox\b/$id/g" "$root/sql/outbox.sql" | psql -q -v ON_ERROR_STOP=1
+    fi
+    topic=$id.events
+    values_file "$phase" >"$work/values.yaml"
+    start=$SECONDS
+    play_replicas "$work/values.yaml" 2
+    grace=$(kp grace <"$rendered")
+
+    # Both replicas up; relay: one active, one standby.
+    for i in 0 1; do
+      wait_for 120 is_200 "${ports[i]}" /readyz ||
+        fail "replica $i: /readyz answered $(http_code "${ports[i]}" /readyz): $(logs "${ctrs[i]}")"
+    done
+    if [ "$phase" = relay ]; then
+      one_active() { [ "$(role "${ports[0]}") $(role "${ports[1]}")" = "active standby" ] ||
+                     [ "$(role "${ports[0]}") $(role "${ports[1]}")" = "standby active" ]; }
+      wait_for 120 one_active ||
+        fail "roles: replica 0 $(role "${ports[0]}"), replica 1 $(role "${ports[1]}"); want one active, one standby"
+      actives=0
+      for i in 0 1; do
+        if is_200 "${ports[i]}" /activez; then actives=$((actives + 1)); fi
+      done
+      [ $actives = 1 ] || fail "/activez 200 on $actives replicas, want 1"
+    fi
+    for i in 0 1; do
+      check_probes "$i"
+    done
+
+    # Events reach Kafka; SIGKILL of the active container loses none.
+    write_events "$id" 1 100
+    wait_events "$topic" 100 || fail "100 events did not reach Kafka: $(logs "${ctrs[0]}") $(logs "${ctrs[1]}")"
+    kill_and_takeover "$id" 101
+    write_events "$id" 201 249
+    last=$(psql -Atq -v ON_ERROR_STOP=1 <<SQL
+BEGIN;
+INSERT INTO $id VALUES (gen_random_uuid(), 'order', '250', 'OrderCreated', '{}');
+SELECT pg_current_wal_insert_lsn();
+COMMIT;
+SQL
+)
+    wait_events "$topic" 250 || fail "$(distinct_in_topic "$topic") of 250 events reached Kafka"
+    got=$(distinct_in_topic "$topic")
+    [ "$got" = 250 ] || fail "the topic holds $got distinct events, want 250 (missing $((250 - got)))"
+
+    # The pods drain within the grace period (the active one first: the
+    # standby takes over, then drains too).
+    first=0
+    [ "$phase" = relay ] && ! is_200 "${ports[0]}" /activez && first=1
+    stop_pod $first "$grace"
+    stop_pod $((1 - first)) "$grace"
+    if [ "$phase" = relay ]; then
+      confirmed=$(slot_confirmed "$id")
+      if [ -z "$confirmed" ]; then
+        fail "slot $id missing after the pods stopped"
+      elif ! lsn_at_least "$confirmed" "$last"; then
+        fail "slot confirmed to $confirmed, before the last event ($last)"
+      fi
+    else
+      unsent=$(psql -Atc "SELECT count(*) FROM $id WHERE sent_at IS NULL")
+      [ "$unsent" = 0 ] || fail "$unsent rows not marked sent after the pods stopped"
+    fi
+    for f in "${played[@]}"; do
+      pm kube down "$f" >"$work/down.log" 2>&1 || fail "podman kube down $f: $(tail -2 "$work/down.log")"
+    done
+    played=()
+    echo "$phase: $((SECONDS - start)) s from the first kube play to the last kube down"
+    finish "$phase mode: the chart's pods ran, took over after SIGKILL with 0 missing, drained" ;;
+
+  *) die "unknown phase $phase" ;;
+esac
