@@ -68,6 +68,10 @@ EXPECT = {
     "statefulset.yaml": {
         "workloads": {"outbox-outbox-relay-app": ("StatefulSet", 2)},
         "rule": True},
+    # extraVolumes, extraVolumeMounts and extraEnv rendered into the pod.
+    "tls.yaml": {"workloads": {"outbox-outbox-relay-app": ("Deployment", 2)},
+                 "rule": True, "volume": ("tls", "/etc/outbox-relay-tls"),
+                 "env": "KAFKA_SASL_PASSWORD"},
 }
 
 # Strict schemas (additionalProperties false) of the CRD fields the chart
@@ -497,6 +501,15 @@ def check_expectations(name, docs, exp):
             errors.append("grace period %s, expected %s" % (pod["terminationGracePeriodSeconds"], exp["grace"]))
         if "command" in exp and pod["containers"][0]["command"] != [exp["command"]]:
             errors.append("command %s, expected %s" % (pod["containers"][0]["command"], exp["command"]))
+        container = pod["containers"][0]
+        if "volume" in exp:
+            name, path = exp["volume"]
+            if (name not in [v["name"] for v in pod["volumes"]] or
+                    {"name": name, "mountPath": path, "readOnly": True}
+                    not in container["volumeMounts"]):
+                errors.append("volume %s not mounted at %s" % (name, path))
+        if "env" in exp and exp["env"] not in [e["name"] for e in container.get("env", [])]:
+            errors.append("no environment variable %s" % exp["env"])
     if exp.get("secret") and not any(d["kind"] == "Secret" for d in docs):
         errors.append("no Secret rendered")
     if not any(d["kind"] == "ServiceMonitor" for d in docs):
