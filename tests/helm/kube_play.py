@@ -1,13 +1,17 @@
 """What kube_play_test.sh needs from a rendered chart (helm template output).
 
-  kube_play.py play SUFFIX <rendered >played
+  kube_play.py play SUFFIX [SECRET_DIR] <rendered >played
       The objects podman kube play runs (the workloads, the ConfigMaps they
       mount, the Secrets), changed only where podman 4.3 on one host
       differs from a cluster (kube_play_test.sh's header says why):
       workload and ConfigMap names get SUFFIX (one played copy per
       replica), replicas 1, hostNetwork, no containerPort (named probe
       ports resolved to their number first, as a kubelet does), and no
-      Secret (see secret).
+      Secret (see secrets). With SECRET_DIR, a Secret volume is a hostPath
+      of SECRET_DIR/<secretName> (podman 4.3.1's kube play crashes on
+      Secret volumes: nil pointer in VolumeFromSecret).
+  kube_play.py secret-volumes <rendered
+      One line per Secret volume: its secretName and defaultMode (octal).
   kube_play.py secrets <rendered
       One line per Secret: its name and its keys as podman 4.3's envFrom
       reads a podman secret (a JSON object of base64 values; a Secret
@@ -64,12 +68,15 @@ def probes(container):
             yield kind, probe
 
 
-def play(suffix, docs):
+def play(suffix, secret_dir, docs):
     workloads = [d for d in docs if d["kind"] in WORKLOADS]
     mounted = set()
     for w in workloads:
         spec = pod_spec(w)
         for v in spec.get("volumes", []):
+            if "secret" in v and secret_dir:
+                name = v.pop("secret")["secretName"]
+                v["hostPath"] = {"path": f"{secret_dir}/{name}", "type": "Directory"}
             if "configMap" in v:
                 mounted.add(v["configMap"]["name"])
                 v["configMap"]["name"] += suffix
@@ -95,7 +102,12 @@ def play(suffix, docs):
 def main():
     cmd = sys.argv[1]
     if cmd == "play":
-        play(sys.argv[2], load(sys.stdin))
+        play(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None, load(sys.stdin))
+    elif cmd == "secret-volumes":
+        for w in (d for d in load(sys.stdin) if d["kind"] in WORKLOADS):
+            for v in pod_spec(w).get("volumes", []):
+                if "secret" in v:
+                    print(v["secret"]["secretName"], "%o" % v["secret"].get("defaultMode", 0o644))
     elif cmd == "probes":
         for w in (d for d in load(sys.stdin) if d["kind"] in WORKLOADS):
             for c in containers(pod_spec(w)):

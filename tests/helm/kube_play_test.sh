@@ -10,6 +10,8 @@
 #   kube_play_test.sh relay      relay mode: 2 replicas, active + standby
 #   kube_play_test.sh poller     poller mode: 2 replicas, both polling
 #   kube_play_test.sh commands   every container command exists in the image
+#   kube_play_test.sh tls        tests/helm/values/tls.yaml against the TLS
+#                                servers of tls_e2e_test (tls_servers.sh)
 #
 # relay and poller check, with the chart's own rendered objects:
 #   - both replicas start; relay: one active, one standby (/activez and
@@ -25,6 +27,10 @@
 #   - stopping the pods drains within the manifest's
 #     terminationGracePeriodSeconds: the program exits 0; relay: the slot is
 #     confirmed past the last event; poller: every row is marked sent.
+# tls plays tests/helm/values/tls.yaml (extraVolumes, extraVolumeMounts,
+# extraEnv) as it is, but for the servers' addresses and Secret names:
+# the relay streams over TLS (pg_stat_ssl: the client certificate's CN)
+# and its events reach Kafka over SASL_SSL.
 #
 # Where podman kube play (4.3) is not a cluster, and what is done here:
 #   - One played copy per replica. podman does create `replicas` pods for a
@@ -44,6 +50,10 @@
 #     4.3's envFrom reads one (JSON, base64 values): a Secret played by
 #     kube play is stored as YAML, which its envFrom refuses ("not valid
 #     JSON").
+#   - podman 4.3.1's kube play crashes on a Secret volume (nil pointer in
+#     VolumeFromSecret): the test writes the Secret's keys into a
+#     directory as the kubelet would (owner root, group fsGroup, the
+#     volume's defaultMode) and plays the volume as a hostPath of it.
 #   - containerPort removed. podman 4.3 publishes every containerPort on
 #     the host, which host networking refuses; the probes' named port
 #     ("http") is resolved to its number first, as the kubelet does.
@@ -70,7 +80,7 @@
 #     scheduling or resource limits; the ServiceMonitor, PrometheusRule and
 #     dashboard are checked offline by helm_chart.
 source "$(dirname "$0")/../packaging/container_lib.sh"
-phase=${1:?usage: kube_play_test.sh image|relay|poller|commands}
+phase=${1:?usage: kube_play_test.sh image|relay|poller|commands|tls}
 # (OUTBOX_KUBE_IMAGE: another tag while developing, never the shared one.)
 tag=${OUTBOX_KUBE_IMAGE:-localhost/outbox-relay:test}
 chart=$root/deploy/helm/outbox-relay
@@ -98,6 +108,7 @@ cleanup() {
   psql -q -c "DROP TABLE IF EXISTS $id" >/dev/null 2>&1 || true
   psql -Atc "SELECT pg_drop_replication_slot('$id') FROM pg_replication_slots WHERE slot_name = '$id'" \
     >/dev/null 2>&1 || true
+  [ ! -d "$work/tls" ] || "$root/tests/e2e/tls_servers.sh" stop "$work/tls" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -127,15 +138,16 @@ role() { curl -s -m 5 "http://127.0.0.1:$1/status.json" | "$py" -c 'import json,
 main_container() { pm ps -a --filter "pod=$1" --format '{{.Names}}' | grep -v -- '-infra$' | head -1; }
 logs() { pm logs "$1" 2>&1 | grep -v '"kafka producer"\|"config"\|CONFWARN' | tail -"${2:-5}"; }
 
-# play_replicas VALUES N: renders and plays N replicas; sets ports[i],
-# pods[i], ctrs[i], and rendered (replica 0's manifest).
+# play_replicas VALUES N [helm args...]: renders and plays N replicas; sets
+# ports[i], pods[i], ctrs[i], and rendered (replica 0's manifest).
 play_replicas() {
   local values=$1 n=$2 i port yaml
+  shift 2
   ports=() pods=() ctrs=()
   for ((i = 0; i < n; i++)); do
     port=$(free_port)
-    render "$work/rendered-$i.yaml" "$values" --set http.port="$port"
-    kp play "-r$i" <"$work/rendered-$i.yaml" >"$work/played-$i.yaml"
+    render "$work/rendered-$i.yaml" "$values" "$@" --set http.port="$port"
+    kp play "-r$i" "$work/secrets" <"$work/rendered-$i.yaml" >"$work/played-$i.yaml"
     yaml=$work/played-$i.yaml
     if [ $i = 0 ]; then
       while read -r name keys; do
@@ -353,6 +365,74 @@ SQL
     played=()
     echo "$phase: $((SECONDS - start)) s from the first kube play to the last kube down"
     finish "$phase mode: the chart's pods ran, took over after SIGKILL with 0 missing, drained" ;;
+
+  tls)
+    # The servers of tls_e2e_test; the test's psql and Kafka reads use
+    # their plain listeners (postgres trusted on loopback, PLAINTEXT).
+    chmod 755 "$work"   # PostgreSQL runs as its own user under it
+    "$root/tests/e2e/tls_servers.sh" start "$work/tls" >"$work/tls.log" 2>&1 ||
+      { tail -20 "$work/tls.log"; die "tls_servers.sh start failed"; }
+    tget() { sed -n "s/^$1=//p" "$work/tls/env"; }
+    PGPORT=$(tget PGPORT) BROKERS=$(tget OUTBOX_KAFKA_BROKERS) certs=$(tget OUTBOX_TLS_CERTS)
+    topic=$id.events
+    make_table "$id"
+    # The example as it is, but for where the servers are and the names of
+    # the Secrets it refers to (theirs would be shared on this machine).
+    sed -e "s/host=postgres port=5432 dbname=app/host=127.0.0.1 port=$PGPORT dbname=postgres/" \
+        -e "s/\"kafka:9093\"/\"$(tget OUTBOX_TLS_KAFKA_SASL_SSL)\"/" \
+        -e "s/secretName: outbox-relay-tls/secretName: $rel-tls/" \
+        -e "s/^        name: relay\$/        name: $rel-kafka-user/" \
+        "$root/tests/helm/values/tls.yaml" >"$work/tls.yaml"
+    cat >"$work/values.yaml" <<VALUES
+image:
+  repository: ${tag%:*}
+  tag: ${tag##*:}
+  pullPolicy: Never
+config:
+  outbox:
+    tables:
+      - table: public.$id
+    topic: "$topic"
+secret:
+  existingSecret: ""
+  stringData:
+    PGPASSWORD: "$(tget OUTBOX_TLS_PG_PASSWORD)"
+VALUES
+    # The Kafka user's Secret (extraEnv's secretKeyRef), as podman reads it.
+    pm secret rm "$rel-kafka-user" >/dev/null 2>&1 || true
+    printf '{"password": "%s"}' "$(printf %s "$(tget OUTBOX_TLS_KAFKA_PASSWORD)" | base64 -w0)" |
+      pm secret create "$rel-kafka-user" - >/dev/null
+    secrets+=("$rel-kafka-user")
+    render "$work/tls-rendered.yaml" "$work/tls.yaml" -f "$work/values.yaml"
+    # The certificate Secret, written as the kubelet writes a Secret volume.
+    fs_group=$("$py" -c 'import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Deployment":
+        print(d["spec"]["template"]["spec"]["securityContext"]["fsGroup"])' <"$work/tls-rendered.yaml")
+    while read -r name mode; do
+      [ "$name" = "$rel-tls" ] || die "unexpected Secret volume $name"
+      mkdir -p "$work/secrets/$name"
+      cp "$certs/ca.pem" "$certs/client.pem" "$certs/client.key" "$work/secrets/$name/"
+      chown -R "0:$fs_group" "$work/secrets/$name"
+      chmod "$mode" "$work/secrets/$name"/*
+      chmod 0755 "$work/secrets" "$work/secrets/$name"
+    done < <(kp secret-volumes <"$work/tls-rendered.yaml")
+    [ -d "$work/secrets/$rel-tls" ] || fail "the example mounts no Secret volume"
+    start=$SECONDS
+    play_replicas "$work/tls.yaml" 1 -f "$work/values.yaml"
+    wait_for 120 is_200 "${ports[0]}" /activez ||
+      fail "the relay did not stream over TLS: $(logs "${ctrs[0]}")"
+    ssl=$(psql -Atc "SELECT s.ssl, s.client_dn FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid) WHERE r.usename = 'relay'")
+    [[ "$ssl" == "t|"*"CN=relay"* ]] ||
+      fail "the replication connection is not TLS with the client certificate: '$ssl'"
+    write_events "$id" 1 50
+    wait_events "$topic" 50 ||
+      fail "$(distinct_in_topic "$topic") of 50 events reached Kafka over SASL_SSL: $(logs "${ctrs[0]}")"
+    stop_pod 0 "$(kp grace <"$rendered")"
+    pm kube down "${played[0]}" >"$work/down.log" 2>&1 || fail "podman kube down: $(tail -2 "$work/down.log")"
+    played=()
+    echo "tls: $((SECONDS - start)) s from kube play to kube down"
+    finish "tls.yaml: verify-full with a client certificate and SASL_SSL, certificates from extraVolumes" ;;
 
   *) die "unknown phase $phase" ;;
 esac
