@@ -14,8 +14,9 @@
 #                                servers of tls_e2e_test (tls_servers.sh)
 #
 # relay and poller check, with the chart's own rendered objects:
-#   - both replicas start; relay: one active, one standby (/activez and
-#     /status.json's role), /readyz 200 on both;
+#   - both replicas start; relay: one active, one standby (/activez,
+#     /status.json's role, the outbox_relay_role metric), /readyz 200 on
+#     both;
 #   - the liveness and readiness probes run are the ones the manifest
 #     declares (read from it: HTTP GET path and port, run against each
 #     pod), and podman's healthcheck is the liveness probe's;
@@ -321,6 +322,13 @@ case $phase in
         if is_200 "${ports[i]}" /activez; then actives=$((actives + 1)); fi
       done
       [ $actives = 1 ] || fail "/activez 200 on $actives replicas, want 1"
+      # The metric says the same (outbox_relay_role{role="..."} 1).
+      for i in 0 1; do
+        r=$(role "${ports[i]}")
+        metrics=$(curl -s -m 5 "http://127.0.0.1:${ports[i]}/metrics" || true)
+        grep -Eq "^outbox_relay_role\{([^}]*,)?role=\"$r\"(,[^}]*)?\} 1\$" <<<"$metrics" ||
+          fail "replica $i: outbox_relay_role{role=\"$r\"} is not 1"
+      done
     fi
     for i in 0 1; do
       check_probes "$i"
