@@ -6,7 +6,8 @@
       differs from a cluster (kube_play_test.sh's header says why):
       workload and ConfigMap names get SUFFIX (one played copy per
       replica), replicas 1, hostNetwork, no containerPort (named probe
-      ports resolved to their number first, as a kubelet does), and no
+      ports resolved to their number first, as a kubelet does), emptyDir
+      volumes named after the workload (podman shares a name), and no
       Secret (see secrets). With SECRET_DIR, a Secret volume is a hostPath
       of SECRET_DIR/<secretName> (podman 4.3.1's kube play crashes on
       Secret volumes: nil pointer in VolumeFromSecret).
@@ -90,7 +91,17 @@ def play(suffix, secret_dir, docs):
         w["spec"]["replicas"] = 1
         spec = pod_spec(w)
         spec["hostNetwork"] = True
+        # podman makes an emptyDir a named volume of the volume's name,
+        # shared by every pod that names it the same: one per played pod.
+        renamed = {}
+        for v in spec.get("volumes", []):
+            if "emptyDir" in v:
+                new = f"{w['metadata']['name']}-{v['name']}"
+                renamed[v["name"]] = new
+                v["name"] = new
         for c in containers(spec):
+            for m in c.get("volumeMounts", []):
+                m["name"] = renamed.get(m["name"], m["name"])
             for _, probe in probes(c):
                 if "httpGet" in probe:
                     probe["httpGet"]["port"] = resolve_port(c, probe["httpGet"]["port"])

@@ -75,9 +75,10 @@
 #     back before the standby's next retry. The test kills with podman kill
 #     (which podman does not restart), sees the standby take over, then
 #     starts the killed container itself, as the kubelet would.
-#   - emptyDir becomes a named podman volume (here "tmp"), shared by every
-#     played pod; the image's VOLUME gets an anonymous volume (removed at
-#     the end). No ServiceAccount, Service, PodDisruptionBudget, rollout,
+#   - emptyDir becomes a named podman volume of the volume's name, shared
+#     by every pod naming it so: each played copy's emptyDir is renamed
+#     after its workload (one per pod, as in a cluster). The image's VOLUME
+#     gets an anonymous volume. Both are removed at the end. No ServiceAccount, Service, PodDisruptionBudget, rollout,
 #     scheduling or resource limits; the ServiceMonitor, PrometheusRule and
 #     dashboard are checked offline by helm_chart.
 source "$(dirname "$0")/../packaging/container_lib.sh"
@@ -101,8 +102,6 @@ cleanup() {
   for v in "${volumes[@]}"; do
     pm volume rm -f "$v" >/dev/null 2>&1 || true
   done
-  # The emptyDir volume, shared by every played pod: only once unused.
-  pm volume rm tmp >/dev/null 2>&1 || true
   for v in "${secrets[@]}"; do
     pm secret rm "$v" >/dev/null 2>&1 || true
   done
@@ -166,7 +165,7 @@ play_replicas() {
     pods[i]=$(kp names Deployment <"$yaml")-pod-0
     ctrs[i]=$(main_container "${pods[i]}")
     [ -n "${ctrs[i]}" ] || { fail "replica $i: no pod or container"; exit 1; }
-    volumes+=($(pm inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "${ctrs[i]}" | tr ' ' '\n' | grep -vx tmp || true))
+    volumes+=($(pm inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "${ctrs[i]}"))
   done
   rendered=$work/rendered-0.yaml
 }
