@@ -78,9 +78,10 @@
 #   - emptyDir becomes a named podman volume of the volume's name, shared
 #     by every pod naming it so: each played copy's emptyDir is renamed
 #     after its workload (one per pod, as in a cluster). The image's VOLUME
-#     gets an anonymous volume. Both are removed at the end. No ServiceAccount, Service, PodDisruptionBudget, rollout,
-#     scheduling or resource limits; the ServiceMonitor, PrometheusRule and
-#     dashboard are checked offline by helm_chart.
+#     gets an anonymous volume. Both are removed at the end.
+#   - No ServiceAccount, Service, PodDisruptionBudget, rollout, scheduling
+#     or resource limits; the ServiceMonitor, PrometheusRule and dashboard
+#     are checked offline by helm_chart.
 source "$(dirname "$0")/../packaging/container_lib.sh"
 phase=${1:?usage: kube_play_test.sh image|relay|poller|commands|tls}
 # (OUTBOX_KUBE_IMAGE: another tag while developing, never the shared one.)
