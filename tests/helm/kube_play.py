@@ -11,6 +11,23 @@
       Secret (see secrets). With SECRET_DIR, a Secret volume is a hostPath
       of SECRET_DIR/<secretName> (podman 4.3.1's kube play crashes on
       Secret volumes: nil pointer in VolumeFromSecret).
+      A Pod is played as a workload is (kube_play_test.sh oneshot).
+  kube_play.py one-shot POD_JSON <rendered >objects
+      The rendered objects with the one-shot Pod POD_JSON (what the docs'
+      one_shot function applies) in place of the workloads: the Pod runs
+      beside nothing, with the ConfigMaps and Secrets it refers to.
+  kube_play.py select KINDS SELECTOR <rendered
+      What `kubectl get KINDS -o name -l SELECTOR` answers from the
+      render: kind/name of each object of KINDS (comma-separated, lower
+      case) whose labels match SELECTOR (k=v,...).
+  kube_play.py get KIND/NAME <rendered
+      That object as JSON (`kubectl get KIND/NAME -o json`).
+  kube_play.py doc-block NAME <page
+      The page's shell block opening with `# one-shot: NAME`, as
+      one_shot_test.py extracts it.
+  kube_play.py runbook-argv PATTERN REPO
+      The first ARGV='[...]' of REPO/docs/operations/*.md containing
+      PATTERN, as one_shot_test.py finds them.
   kube_play.py secret-volumes <rendered
       One line per Secret volume: its secretName and defaultMode (octal).
   kube_play.py secrets <rendered
@@ -36,7 +53,7 @@ import sys
 
 import yaml
 
-WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "Pod")
 
 
 def load(stream):
@@ -44,7 +61,8 @@ def load(stream):
 
 
 def pod_spec(doc):
-    return doc["spec"]["template"]["spec"]
+    """The pod spec of a workload, or of a Pod (a one-shot Pod)."""
+    return doc["spec"] if doc["kind"] == "Pod" else doc["spec"]["template"]["spec"]
 
 
 def containers(spec):
@@ -88,7 +106,8 @@ def play(suffix, secret_dir, docs):
             out.append(d)
     for w in workloads:
         w["metadata"]["name"] += suffix
-        w["spec"]["replicas"] = 1
+        if w["kind"] != "Pod":
+            w["spec"]["replicas"] = 1
         spec = pod_spec(w)
         spec["hostNetwork"] = True
         # podman makes an emptyDir a named volume of the volume's name,
@@ -114,6 +133,37 @@ def main():
     cmd = sys.argv[1]
     if cmd == "play":
         play(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None, load(sys.stdin))
+    elif cmd == "one-shot":
+        with open(sys.argv[2]) as f:
+            pod = json.load(f)
+        docs = [d for d in load(sys.stdin) if d["kind"] not in WORKLOADS]
+        yaml.safe_dump_all(docs + [pod], sys.stdout, sort_keys=False)
+    elif cmd == "select":
+        kinds = sys.argv[2].split(",")
+        want = dict(kv.split("=", 1) for kv in sys.argv[3].split(","))
+        for d in load(sys.stdin):
+            labels = d["metadata"].get("labels") or {}
+            if d["kind"].lower() in kinds and all(labels.get(k) == v for k, v in want.items()):
+                print("%s/%s" % (d["kind"].lower(), d["metadata"]["name"]))
+    elif cmd == "get":
+        kind, name = sys.argv[2].split("/", 1)
+        docs = [d for d in load(sys.stdin)
+                if d["kind"].lower() == kind and d["metadata"]["name"] == name]
+        if len(docs) != 1:
+            raise SystemExit(f"{sys.argv[2]}: {len(docs)} objects in the render")
+        json.dump(docs[0], sys.stdout)
+    elif cmd == "doc-block":
+        import one_shot_test  # the page's blocks, extracted as its test does
+        found = one_shot_test.blocks(sys.stdin.read())
+        if sys.argv[2] not in found:
+            raise SystemExit(f"no block opening with '# one-shot: {sys.argv[2]}'")
+        sys.stdout.write(found[sys.argv[2]])
+    elif cmd == "runbook-argv":
+        import one_shot_test
+        argvs = [a for _, a in one_shot_test.runbook_argvs(sys.argv[3]) if sys.argv[2] in a]
+        if not argvs:
+            raise SystemExit(f"no ARGV containing {sys.argv[2]!r} in docs/operations")
+        print(argvs[0])
     elif cmd == "secret-volumes":
         for w in (d for d in load(sys.stdin) if d["kind"] in WORKLOADS):
             for v in pod_spec(w).get("volumes", []):

@@ -12,6 +12,8 @@
 #   kube_play_test.sh commands   every container command exists in the image
 #   kube_play_test.sh tls        tests/helm/values/tls.yaml against the TLS
 #                                servers of tls_e2e_test (tls_servers.sh)
+#   kube_play_test.sh oneshot    docs/operations/kubernetes.md's one-shot
+#                                Pods, executed (below)
 #
 # relay and poller check, with the chart's own rendered objects:
 #   - both replicas start; relay: one active, one standby (/activez,
@@ -32,6 +34,23 @@
 # extraEnv) as it is, but for the servers' addresses and Secret names:
 # the relay streams over TLS (pg_stat_ssl: the client certificate's CN)
 # and its events reach Kafka over SASL_SSL.
+# oneshot runs the page's "One-shot steps" blocks as printed (extracted
+# as one_shot_test.py does: kube_play.py doc-block), for the release and
+# database of the test (the define block's first line, as the page says),
+# with the runbooks' ARGVs (grepped from docs/operations/*.md) and kubectl
+# answered by one_shot_kubectl: from the render, and podman for the Pod
+# (played as a workload is, beside nothing: the Deployment is not played,
+# its `scale` recorded). The steps of runbooks.md's exit 4:
+#   - the relay, the pod template's own ARGV run once (command block),
+#     halts on a poison row (NULL key) with exit 4, naming it;
+#   - the relay block with the on_invalid=dead_letter ARGV: the Pod
+#     streams (/readyz), the events reach Kafka (100 distinct), the poison
+#     is in the dead-letter topic and its `dead-lettering invalid` line in
+#     the log; the relay-end block: the Pod drains (exit 0 within the
+#     grace period) and is removed, the workload scaled 0 then back to
+#     its replicas, the slot confirmed past the last event;
+#   - the command block with the status ARGV: exit 0, the slot and its
+#     confirmed position as psql reads them.
 #
 # Where podman kube play (4.3) is not a cluster, and what is done here:
 #   - One played copy per replica. podman does create `replicas` pods for a
@@ -79,11 +98,15 @@
 #     by every pod naming it so: each played copy's emptyDir is renamed
 #     after its workload (one per pod, as in a cluster). The image's VOLUME
 #     gets an anonymous volume. Both are removed at the end.
+#   - The one-shot blocks' `kubectl exec pod/... -- curl localhost:9187`
+#     (the chart's default http.port) reaches the Pod's own port (a free
+#     one, host networking); their waiting loops are ended after 3
+#     minutes (a cluster's would run until the operator stops them).
 #   - No ServiceAccount, Service, PodDisruptionBudget, rollout, scheduling
 #     or resource limits; the ServiceMonitor, PrometheusRule and dashboard
 #     are checked offline by helm_chart.
 source "$(dirname "$0")/../packaging/container_lib.sh"
-phase=${1:?usage: kube_play_test.sh image|relay|poller|commands|tls}
+phase=${1:?usage: kube_play_test.sh image|relay|poller|commands|tls|oneshot}
 # (OUTBOX_KUBE_IMAGE: another tag while developing, never the shared one.)
 tag=${OUTBOX_KUBE_IMAGE:-localhost/outbox-relay:test}
 chart=$root/deploy/helm/outbox-relay
@@ -97,6 +120,8 @@ work=$(mktemp -d "/tmp/$id.XXXXXX")
 played=() volumes=() secrets=()
 cleanup() {
   local f v
+  [ ! -f "$work/played.list" ] || mapfile -t -O "${#played[@]}" played <"$work/played.list"
+  [ ! -f "$work/volumes.list" ] || mapfile -t -O "${#volumes[@]}" volumes <"$work/volumes.list"
   for f in "${played[@]}"; do
     pm kube down "$f" >/dev/null 2>&1 || true
   done
@@ -244,6 +269,98 @@ kill_and_takeover() {
   if [ "$phase" = relay ]; then
     [ "$(role "${ports[killed]}")" = standby ] || fail "restarted replica $killed: role $(role "${ports[killed]}"), want standby"
   fi
+}
+
+# one_shot_kubectl: `kubectl` for the oneshot phase, answered from the
+# render ($rendered) and by podman, for what the page's one-shot blocks run
+# (anything else is an error). The workload is not played (its pods are
+# none: the one-shot Pod runs beside nothing), `scale` is recorded in
+# $work/scaled; `apply -f -` plays the Pod (kube_play.py one-shot, then
+# play with the suffix -$rel: pod names are global on this machine);
+# `delete` is the kubelet's termination (pod stop -t GRACE) then kube down.
+# `exec ... localhost:9187` goes to the pod's http.port (9187 is the
+# chart's default; here a free port, host networking). A loop of the
+# blocks that waits for longer than 3 minutes is ended (kill of the
+# subshell running them, $oneshot_sub).
+one_shot_kubectl() {
+  local ns=$2 verb=$3 a=" $* " p ctr state code t0 args=()
+  [ "$1 $ns" = "-n kube" ] || { echo "kubectl: unexpected $*" >&2; return 1; }
+  if [ "$SECONDS" -gt "$oneshot_deadline" ]; then
+    echo "kubectl $*: still waiting after 3 minutes" >>"$work/kubectl.err"
+    kill "$oneshot_sub"
+  fi
+  shift 3
+  case "$verb $a" in
+    "get "*" get deployment,statefulset -o name -l "*) kp select deployment,statefulset "$5" <"$rendered" ;;
+    "get "*" -o json ") kp get "$1" <"$rendered" ;;
+    "get "*" -o jsonpath={.spec.replicas} ") kp get "$1" <"$rendered" | jq -j .spec.replicas ;;
+    "scale "*) echo "${2#--replicas=}" >>"$work/scaled" ;;
+    "get "*" get pods -o name -l "*) ;;   # the workload's pods: none played
+    "apply "*" apply -f - ")
+      cat >"$work/pod.json"
+      p=$(jq -r .metadata.name "$work/pod.json")
+      kp one-shot "$work/pod.json" <"$rendered" | kp play "-$rel" "$work/secrets" >"$work/oneshot-$p.yaml"
+      echo "$work/oneshot-$p.yaml" >>"$work/played.list"
+      pm kube play "$work/oneshot-$p.yaml" >"$work/play-$p.log" 2>&1 ||
+        { cat "$work/play-$p.log" >&2; return 1; }
+      ctr=$(main_container "$p-$rel")
+      pm inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "$ctr" | tr ' ' '\n' >>"$work/volumes.list"
+      kp names ConfigMap <"$work/oneshot-$p.yaml" >>"$work/volumes.list"
+      echo "pod/$p created" ;;
+    "exec "*)
+      ctr=$(main_container "${1#pod/}-$rel")
+      state=$(pm inspect -f '{{.State.Status}}' "$ctr" 2>/dev/null || echo missing)
+      if [ "$state" != running ]; then
+        echo "kubectl exec $1: the container is $state: $(logs "$ctr")" >>"$work/kubectl.err"
+        kill "$oneshot_sub"
+      fi
+      shift 2   # POD --
+      for p in "$@"; do args+=("${p//localhost:9187/localhost:$oneshot_port}"); done
+      pm exec "$ctr" "${args[@]}" ;;
+    "logs "*) pm logs "$(main_container "${1#pod/}-$rel")" 2>&1 ;;
+    "get "*" -o jsonpath={.status.phase} ")
+      ctr=$(main_container "${1#pod/}-$rel")
+      case $(pm inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$ctr") in
+        "exited 0") echo Succeeded ;;
+        exited*) echo Failed ;;
+        running*) echo Running ;;
+        *) echo Pending ;;
+      esac ;;
+    "get "*" -o jsonpath={.status.containerStatuses"*".state.terminated.exitCode}"*)
+      pm inspect -f '{{.State.ExitCode}}' "$(main_container "${1#pod/}-$rel")" ;;
+    "delete "*)
+      p=${1#pod/} t0=$SECONDS
+      ctr=$(main_container "$p-$rel")
+      pm pod stop -t "$grace" "$p-$rel" >/dev/null
+      code=$(pm inspect -f '{{.State.ExitCode}}' "$ctr")
+      echo "pod/$p $code $((SECONDS - t0))" >>"$work/deleted"   # exit code, seconds
+      pm kube down "$work/oneshot-$p.yaml" >/dev/null
+      echo "pod \"$p\" deleted" ;;
+    *) echo "kubectl: unexpected $verb $*" >&2; return 1 ;;
+  esac
+}
+
+# run_blocks OUT ARGV BLOCK...: the page's blocks as printed, in a shell
+# of their own (set -e, as a script of them would run; a `( ) ||` would
+# disable it), with ARGV set and kubectl being one_shot_kubectl; the
+# relay block's REPLICAS carries over to the next blocks, as in the
+# operator's terminal.
+run_blocks() {
+  local out=$1 argv=$2 rc b
+  shift 2
+  set +e
+  (
+    set -e
+    oneshot_sub=$BASHPID oneshot_deadline=$((SECONDS + 180))
+    kubectl() { one_shot_kubectl "$@"; }
+    ARGV=$argv
+    [ ! -f "$work/shell.sh" ] || source "$work/shell.sh"
+    for b; do source "$work/block-$b.sh"; done
+    [ -z "${REPLICAS+x}" ] || declare -p REPLICAS >"$work/shell.sh"
+  ) >"$out" 2>&1
+  rc=$?
+  set -e
+  return $rc
 }
 
 values_file() {  # values_file MODE: the test's values (helm -f)
@@ -441,6 +558,137 @@ for d in yaml.safe_load_all(sys.stdin):
     played=()
     echo "tls: $((SECONDS - start)) s from kube play to kube down"
     finish "tls.yaml: verify-full with a client certificate and SASL_SSL, certificates from extraVolumes" ;;
+
+  oneshot)
+    # docs/operations/kubernetes.md's one-shot Pods, executed: the page's
+    # blocks as printed, kubectl answered by one_shot_kubectl (the render
+    # and podman); the ARGVs are the runbooks'.
+    page=$root/docs/operations/kubernetes.md
+    for b in define relay relay-end command; do
+      kp doc-block "$b" <"$page" >"$work/block-$b.sh" || exit 1
+    done
+    # "Define, for the release and the database entry concerned": the
+    # block's first line names them.
+    line=$(head -1 "$work/block-define.sh")
+    [ "$line" = "NS=outbox RELEASE=outbox DB=app" ] || die "the define block opens with '$line'"
+    sed -i "1s/.*/NS=kube RELEASE=$rel DB=app/" "$work/block-define.sh"
+    dead_argv=$(kp runbook-argv 'outbox.on_invalid=dead_letter' "$root")
+    status_argv=$(kp runbook-argv '"status"' "$root")
+    # The outbox table with a nullable aggregateid (the record key): a row
+    # without one cannot become a record, a poison event (exit 4 under
+    # on_invalid halt).
+    psql -q -v ON_ERROR_STOP=1 -c "CREATE TABLE $id (id uuid PRIMARY KEY,
+      aggregatetype text NOT NULL, aggregateid text, type text NOT NULL, payload jsonb)"
+    topic=$id.events dead=$id.dead
+    values_file relay >"$work/values.yaml"
+    # A dead-letter topic of the test's own (the default,
+    # outbox.dead_letter, would be shared with the suite's other tests).
+    "$py" - "$work/values.yaml" "$dead" <<'PY'
+import sys, yaml
+path, topic = sys.argv[1:]
+v = yaml.safe_load(open(path))
+v["config"]["outbox"]["dead_letter_topic"] = topic
+yaml.safe_dump(v, open(path, "w"), sort_keys=False)
+PY
+    oneshot_port=$(free_port)
+    render "$work/rendered.yaml" "$work/values.yaml" --set http.port="$oneshot_port"
+    rendered=$work/rendered.yaml
+    grace=$(kp grace <"$rendered")
+    replicas=$("$py" -c 'import sys, yaml
+print(next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deployment")["spec"]["replicas"])' <"$rendered")
+    while read -r name keys; do
+      pm secret rm "$name" >/dev/null 2>&1 || true
+      echo "$keys" | pm secret create "$name" - >/dev/null
+      secrets+=("$name")
+    done < <(kp secrets <"$rendered")
+    start=$SECONDS
+
+    # The runbooks' exit 4, for real: the relay (the pod template's own
+    # program and arguments, run once by the command block) streams, and
+    # halts on a poison row written meanwhile (events 1-50, the poison,
+    # 51-99).
+    own_argv=$(kp get "deployment/$rel-outbox-relay-app" <"$rendered" |
+      jq -c '.spec.template.spec.containers[0] | .command + .args')
+    poison=00000000-0000-4000-8000-0000000000bb
+    ( wait_for 120 slot_active "$id" || exit 1
+      write_events "$id" 1 50
+      psql -q -v ON_ERROR_STOP=1 -c \
+        "INSERT INTO $id VALUES ('$poison', 'order', NULL, 'OrderCreated', '{}')"
+      write_events "$id" 51 99 ) &
+    writer=$!
+    echo "the relay halts: ARGV=$own_argv"
+    run_blocks "$work/halt.out" "$own_argv" define command ||
+      { cat "$work/halt.out" "$work/kubectl.err" 2>/dev/null; fail "the command block failed"; }
+    wait $writer || fail "writing the events and the poison row failed"
+    grep -m1 'halting' "$work/halt.out" | cut -c1-240 | sed 's/^/  | /'
+    code=$(grep -B1 '^pod "app-command" deleted$' "$work/halt.out" | head -1)
+    [ "$code" = 4 ] || fail "the relay exited '$code' on the poison row, want 4"
+    echo "  (exit $code: the relay halted on the poison row)"
+    grep -q 'halting (outbox.on_invalid = halt)' "$work/halt.out" && grep -q "$poison" "$work/halt.out" ||
+      fail "the relay's log does not name the poison event $poison and halt"
+
+    # 2. A relay run with a flag (runbooks.md's exit 4): the relay block,
+    # then (the slot holds the poison and events 51-99) the events are
+    # published and the poison dead-lettered, then the relay-end block.
+    echo "relay run: ARGV=$dead_argv"
+    run_blocks "$work/relay-run.out" "$dead_argv" define relay ||
+      { cat "$work/relay-run.out" "$work/kubectl.err" 2>/dev/null; fail "the relay block failed"; exit 1; }
+    sed 's/^/  | /' "$work/relay-run.out"
+    pod=app-once-$rel ctr=$(main_container "app-once-$rel")
+    pm logs "$ctr" 2>&1 | grep -q '"msg":"streaming".*"slot":"'"$id"'"' ||
+      fail "the one-shot relay's log has no streaming line for slot $id"
+    [ "$(pm inspect -f '{{.State.Status}}' "$ctr")" = running ] || fail "the one-shot relay is not running"
+    is_200 "$oneshot_port" /activez || fail "the one-shot relay is not active: $(logs "$ctr")"
+    last=$(psql -Atq -v ON_ERROR_STOP=1 <<SQL
+BEGIN;
+INSERT INTO $id VALUES (gen_random_uuid(), 'order', '100', 'OrderCreated', '{}');
+SELECT pg_current_wal_insert_lsn();
+COMMIT;
+SQL
+)
+    wait_events "$topic" 100 || fail "$(distinct_in_topic "$topic") of 100 events reached Kafka: $(logs "$ctr")"
+    got=$(distinct_in_topic "$topic")
+    [ "$got" = 100 ] || fail "the topic holds $got distinct events, want 100"
+    dead_ids() { kcat -b "$BROKERS" -C -t "$dead" -e -q -f '%h\n' 2>/dev/null | grep -o "id=$poison" || true; }
+    has_dead() { [ -n "$(dead_ids)" ]; }
+    wait_for 120 has_dead || fail "event $poison not in the dead-letter topic $dead"
+    # What the runbook says to wait for: `dead-lettering invalid ...` for it.
+    pm logs "$ctr" 2>&1 | grep 'dead-lettering invalid' | grep -q "$poison" ||
+      fail "no 'dead-lettering invalid' line naming $poison: $(logs "$ctr")"
+    echo "  $(pm logs "$ctr" 2>&1 | grep 'dead-lettering invalid' | head -1 | cut -c1-200)"
+    run_blocks "$work/relay-end.out" "$dead_argv" define relay-end ||
+      { cat "$work/relay-end.out"; fail "the relay-end block failed"; }
+    sed 's/^/  | /' "$work/relay-end.out"
+    read -r _ code took < <(grep '^pod/app-once ' "$work/deleted")
+    [ "$code" = 0 ] || fail "the one-shot relay exited '$code' on delete, want 0"
+    [ "$took" -lt "$grace" ] || fail "the one-shot relay took $took s to stop, grace period $grace s"
+    echo "  (the one-shot relay drained and exited $code in $took s, grace period $grace s)"
+    ! pm pod exists "$pod" || fail "pod $pod still exists after the relay-end block"
+    scaled=$(cat "$work/scaled" 2>/dev/null | tr '\n' ' ')
+    [ "$scaled" = "0 $replicas " ] || fail "the workload was scaled to '$scaled', want 0 then $replicas"
+    confirmed=$(slot_confirmed "$id")
+    if [ -z "$confirmed" ]; then
+      fail "slot $id missing after the one-shot relay"
+    elif ! lsn_at_least "$confirmed" "$last"; then
+      fail "slot confirmed to $confirmed, before the last event ($last)"
+    fi
+
+    # 1. A command beside nothing: the runbooks' status ARGV, the command
+    # block as printed (it prints the logs, then the exit code).
+    echo "command: ARGV=$status_argv"
+    run_blocks "$work/command.out" "$status_argv" define command ||
+      { cat "$work/command.out" "$work/kubectl.err" 2>/dev/null; fail "the command block failed"; }
+    sed 's/^/  | /' "$work/command.out"
+    # The block prints the exit code just before `pod "..." deleted`.
+    code=$(grep -B1 '^pod "app-command" deleted$' "$work/command.out" | head -1)
+    [ "$code" = 0 ] || fail "status exited '$code', want 0"
+    grep -Eq "^slot +$id\$" "$work/command.out" || fail "status does not name the slot $id"
+    grep -Eq "^confirmed_flush_lsn +$confirmed\$" "$work/command.out" ||
+      fail "status does not print the slot's position $confirmed"
+    grep -Eq "^active +false\$" "$work/command.out" || fail "status: the slot is not inactive"
+    ! pm pod exists "app-command-$rel" || fail "pod app-command-$rel still exists after the command block"
+    echo "oneshot: $((SECONDS - start)) s from the first kubectl to the last"
+    finish "the docs' one-shot Pods ran: a relay run with on_invalid=dead_letter, the status command" ;;
 
   *) die "unknown phase $phase" ;;
 esac
