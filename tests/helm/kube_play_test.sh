@@ -635,7 +635,10 @@ print(next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deplo
       { cat "$work/relay-run.out" "$work/kubectl.err" 2>/dev/null; fail "the relay block failed"; exit 1; }
     sed 's/^/  | /' "$work/relay-run.out"
     pod=app-once-$rel ctr=$(main_container "app-once-$rel")
-    pm logs "$ctr" 2>&1 | grep -q '"msg":"streaming".*"slot":"'"$id"'"' ||
+    # (Its log read whole first: grep -q ending a pipe early fails it,
+    # pipefail.)
+    pm logs "$ctr" >"$work/once.log" 2>&1
+    grep -q '"msg":"streaming".*"slot":"'"$id"'"' "$work/once.log" ||
       fail "the one-shot relay's log has no streaming line for slot $id"
     [ "$(pm inspect -f '{{.State.Status}}' "$ctr")" = running ] || fail "the one-shot relay is not running"
     is_200 "$oneshot_port" /activez || fail "the one-shot relay is not active: $(logs "$ctr")"
@@ -653,9 +656,10 @@ SQL
     has_dead() { [ -n "$(dead_ids)" ]; }
     wait_for 120 has_dead || fail "event $poison not in the dead-letter topic $dead"
     # What the runbook says to wait for: `dead-lettering invalid ...` for it.
-    pm logs "$ctr" 2>&1 | grep 'dead-lettering invalid' | grep -q "$poison" ||
+    pm logs "$ctr" >"$work/once.log" 2>&1
+    grep -q "dead-lettering invalid.*$poison" "$work/once.log" ||
       fail "no 'dead-lettering invalid' line naming $poison: $(logs "$ctr")"
-    echo "  $(pm logs "$ctr" 2>&1 | grep 'dead-lettering invalid' | head -1 | cut -c1-200)"
+    grep -m1 'dead-lettering invalid' "$work/once.log" | cut -c1-200 | sed 's/^/  /' || true
     run_blocks "$work/relay-end.out" "$dead_argv" define relay-end ||
       { cat "$work/relay-end.out"; fail "the relay-end block failed"; }
     sed 's/^/  | /' "$work/relay-end.out"
