@@ -305,6 +305,7 @@ one_shot_kubectl() {
         { cat "$work/play-$p.log" >&2; return 1; }
       ctr=$(main_container "$p-$rel")
       pm inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "$ctr" | tr ' ' '\n' >>"$work/volumes.list"
+      echo "$p $(pm inspect -f '{{.HostConfig.RestartPolicy.Name}}' "$ctr")" >>"$work/restart-policy"
       kp names ConfigMap <"$work/oneshot-$p.yaml" >>"$work/volumes.list"
       echo "pod/$p created" ;;
     "exec "*)
@@ -691,6 +692,12 @@ SQL
       fail "status does not print the slot's position $confirmed"
     grep -Eq "^active +false\$" "$work/command.out" || fail "status: the slot is not inactive"
     ! pm pod exists "app-command-$rel" || fail "pod app-command-$rel still exists after the command block"
+    # Each Pod ran once: podman's restart policy of its container is the
+    # Pod's restartPolicy Never ("no"; Always would restart it at once).
+    while read -r p policy; do
+      [ "$policy" = no ] || fail "pod $p: podman restart policy '$policy', want no (restartPolicy Never)"
+    done <"$work/restart-policy"
+    [ "$(wc -l <"$work/restart-policy")" = 3 ] || fail "$(wc -l <"$work/restart-policy") Pods applied, want 3"
     echo "oneshot: $((SECONDS - start)) s from the first kubectl to the last"
     finish "the docs' one-shot Pods ran: a relay run with on_invalid=dead_letter, the status command" ;;
 
