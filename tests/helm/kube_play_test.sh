@@ -619,7 +619,7 @@ print(next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deplo
     writer=$!
     echo "the relay halts: ARGV=$own_argv"
     run_blocks "$work/halt.out" "$own_argv" define command ||
-      { cat "$work/halt.out" "$work/kubectl.err" 2>/dev/null; fail "the command block failed"; }
+      { cat "$work/halt.out" "$work/kubectl.err" 2>/dev/null; fail "the command block failed"; exit 1; }
     wait $writer || fail "writing the events and the poison row failed"
     grep -m1 'halting' "$work/halt.out" | cut -c1-240 | sed 's/^/  | /'
     code=$(grep -B1 '^pod "app-command" deleted$' "$work/halt.out" | head -1)
