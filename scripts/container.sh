@@ -12,10 +12,11 @@
 #   scripts/container.sh podman ARGS...    podman with the project's settings
 #   scripts/container.sh build TAG DOCKERFILE [ARGS...]
 #                                          podman build from the repository
-#                                          root; the base images of the
-#                                          release its --build-arg
-#                                          DEBIAN_RELEASE=N names (default
-#                                          the Dockerfile's, 13)
+#                                          root; first the base images
+#                                          of the releases its FROM lines
+#                                          name (DEBIAN_RELEASE: its
+#                                          --build-arg, else the
+#                                          Dockerfile's ARG default)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -24,7 +25,6 @@ export CONTAINERS_CONF="$OUTBOX_ROOT/scripts/container/containers.conf"
 # Debian's releases by number, as the debian:N tags name them.
 RELEASES=(12 13)
 declare -A CODENAMES=([12]=bookworm [13]=trixie)
-DEFAULT_RELEASE=13
 MIRROR=${OUTBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${OUTBOX_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 
@@ -104,10 +104,12 @@ base() {
   done
 }
 
-# build_release ARGS...: the Debian release a build's --build-arg
-# DEBIAN_RELEASE=N names, or the Dockerfiles' default.
-build_release() {
-  local release=$DEFAULT_RELEASE prev= arg
+# build_releases DOCKERFILE ARGS...: the Debian releases a build's FROM
+# lines name: literal ones (debian:12-slim) and the DEBIAN_RELEASE one, from
+# its --build-arg or else the Dockerfile's ARG default.
+build_releases() {
+  local dockerfile=$1 release prev= arg; shift
+  release=$(sed -n 's/^ARG DEBIAN_RELEASE=\([0-9]*\)$/\1/p' "$dockerfile")
   for arg in "$@"; do
     case $prev/$arg in
       --build-arg/DEBIAN_RELEASE=* | */--build-arg=DEBIAN_RELEASE=*)
@@ -115,12 +117,14 @@ build_release() {
     esac
     prev=$arg
   done
-  echo "$release"
+  { [ -z "$release" ] || echo "$release"
+    sed -n 's/^FROM debian:\([0-9][0-9]*\).*/\1/p' "$dockerfile"; } | sort -u
 }
 
 build() {
   local tag=$1 dockerfile=$2; shift 2
-  base "$(build_release "$@")"
+  # shellcheck disable=SC2046  # one word per release
+  base $(build_releases "$OUTBOX_ROOT/$dockerfile" "$@")
   # <Dockerfile>.dockerignore keeps build trees and caches out of the context.
   local ignore=()
   [ -f "$OUTBOX_ROOT/$dockerfile.dockerignore" ] &&
