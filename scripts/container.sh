@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # podman for the project's container tests, with no image registry: the
-# Debian 12 base image the Dockerfiles' FROM lines name is made here from
-# Debian's archive (debootstrap --variant=minbase bookworm), cached as a
-# tarball in $OUTBOX_CACHE/container, and imported under those names so
-# `--pull=never` finds it.
+# Debian base images the Dockerfiles' FROM lines name (debian:RELEASE and
+# debian:RELEASE-slim, RELEASE 12 or 13) are made here from Debian's archive
+# (debootstrap --variant=minbase bookworm or trixie), cached as tarballs in
+# $OUTBOX_CACHE/container, and imported under those names so `--pull=never`
+# finds them.
 #
-#   scripts/container.sh base            make/import the base image (idempotent)
-#   scripts/container.sh podman ARGS...  podman with the project's settings
+#   scripts/container.sh base [RELEASE...] make/import the base images of
+#                                          those releases (default: 12 13;
+#                                          idempotent)
+#   scripts/container.sh podman ARGS...    podman with the project's settings
 #   scripts/container.sh build TAG DOCKERFILE [ARGS...]
-#                                        podman build from the repository root
+#                                          podman build from the repository
+#                                          root; first the base images
+#                                          of the releases its FROM lines
+#                                          name (DEBIAN_RELEASE: its
+#                                          --build-arg, else the
+#                                          Dockerfile's ARG default)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 # runc and the rlimits this machine allows (scripts/container/containers.conf).
 export CONTAINERS_CONF="$OUTBOX_ROOT/scripts/container/containers.conf"
-SUITES="bookworm bookworm-updates"
+# Debian's releases by number, as the debian:N tags name them.
+RELEASES=(12 13)
+declare -A CODENAMES=([12]=bookworm [13]=trixie)
 MIRROR=${OUTBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${OUTBOX_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 
@@ -29,16 +39,26 @@ path-exclude /usr/share/lintian/*
 path-exclude /usr/share/locale/*
 path-include /usr/share/locale/locale.alias'
 
-# base_tarball SLIM: prints the cached root file system tarball, making it
-# first: debootstrap for the full one, the full one stripped for the slim.
+# codename RELEASE: bookworm for 12, trixie for 13.
+codename() {
+  [ -n "${CODENAMES[${1:-}]:-}" ] ||
+    die "unknown Debian release '${1:-}' (one of: ${RELEASES[*]})"
+  echo "${CODENAMES[$1]}"
+}
+
+# base_tarball RELEASE SLIM: prints the cached root file system tarball of
+# that release, making it first: debootstrap for the full one, the full one
+# stripped for the slim.
 base_tarball() {
-  local dir="$OUTBOX_CACHE/container" name=debian-12-minbase root
-  [ "$1" = 1 ] && name=debian-12-slim
+  local release=$1 slim=$2 suite dir="$OUTBOX_CACHE/container" name root
+  suite=$(codename "$release")
+  name=debian-$release-minbase
+  [ "$slim" = 1 ] && name=debian-$release-slim
   if [ ! -s "$dir/$name.tar.gz" ]; then
     mkdir -p "$dir"
     root=$(mktemp -d /tmp/outbox-rootfs.XXXXXX)
-    if [ "$1" = 1 ]; then
-      tar -C "$root" -xzf "$(base_tarball 0)"
+    if [ "$slim" = 1 ]; then
+      tar -C "$root" -xzf "$(base_tarball "$release" 0)"
       printf '%s\n' "$SLIM_EXCLUDES" >"$root/etc/dpkg/dpkg.cfg.d/slim"
       find "$root/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
       find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete
@@ -48,15 +68,15 @@ base_tarball() {
     else
       command -v debootstrap >/dev/null ||
         die "debootstrap missing (scripts/setup.sh installs it)"
-      log "making the Debian 12 base image with debootstrap (once; cached in $dir)"
-      debootstrap --variant=minbase bookworm "$root" "$MIRROR" >"$root.log" 2>&1 ||
+      log "making the Debian $release base image with debootstrap (once; cached in $dir)"
+      debootstrap --variant=minbase "$suite" "$root" "$MIRROR" >"$root.log" 2>&1 ||
         { tail -5 "$root.log" >&2; rm -rf "$root" "$root.log"; die "debootstrap failed"; }
       rm -f "$root.log"
       # Point releases and security updates, as the host gets them.
       cat >"$root/etc/apt/sources.list" <<SOURCES
-deb $MIRROR bookworm main
-deb $MIRROR bookworm-updates main
-deb $SECURITY_MIRROR bookworm-security main
+deb $MIRROR $suite main
+deb $MIRROR $suite-updates main
+deb $SECURITY_MIRROR $suite-security main
 SOURCES
       rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
     fi
@@ -66,22 +86,45 @@ SOURCES
   echo "$dir/$name.tar.gz"
 }
 
-# debian:12 is the debootstrap'd minbase system, debian:12-slim the same
-# without documentation (as Debian's own images).
+# base [RELEASE...]: debian:N is the debootstrap'd minbase system of
+# release N, debian:N-slim the same without documentation (as Debian's own
+# images name and make them).
 base() {
-  local slim tag
-  for slim in 0 1; do
-    tag=docker.io/library/debian:12
-    [ $slim = 0 ] || tag+=-slim
-    podman image exists "$tag" && continue
-    log "importing the base image $tag"
-    podman import --quiet "$(base_tarball $slim)" "$tag" >/dev/null
+  local release slim tag
+  [ $# -gt 0 ] || set -- "${RELEASES[@]}"
+  for release in "$@"; do
+    codename "$release" >/dev/null
+    for slim in 0 1; do
+      tag=docker.io/library/debian:$release
+      [ $slim = 0 ] || tag+=-slim
+      podman image exists "$tag" && continue
+      log "importing the base image $tag"
+      podman import --quiet "$(base_tarball "$release" $slim)" "$tag" >/dev/null
+    done
   done
+}
+
+# build_releases DOCKERFILE ARGS...: the Debian releases a build's FROM
+# lines name: literal ones (debian:12-slim) and the DEBIAN_RELEASE one, from
+# its --build-arg or else the Dockerfile's ARG default.
+build_releases() {
+  local dockerfile=$1 release prev= arg; shift
+  release=$(sed -n 's/^ARG DEBIAN_RELEASE=\([0-9]*\)$/\1/p' "$dockerfile")
+  for arg in "$@"; do
+    case $prev/$arg in
+      --build-arg/DEBIAN_RELEASE=* | */--build-arg=DEBIAN_RELEASE=*)
+        release=${arg##*DEBIAN_RELEASE=} ;;
+    esac
+    prev=$arg
+  done
+  { [ -z "$release" ] || echo "$release"
+    sed -n 's/^FROM debian:\([0-9][0-9]*\).*/\1/p' "$dockerfile"; } | sort -u
 }
 
 build() {
   local tag=$1 dockerfile=$2; shift 2
-  base
+  # shellcheck disable=SC2046  # one word per release
+  base $(build_releases "$OUTBOX_ROOT/$dockerfile" "$@")
   # <Dockerfile>.dockerignore keeps build trees and caches out of the context.
   local ignore=()
   [ -f "$OUTBOX_ROOT/$dockerfile.dockerignore" ] &&
@@ -93,8 +136,8 @@ build() {
 
 cmd=${1:-}; shift || true
 case $cmd in
-  base) base ;;
+  base) base "$@" ;;
   podman) podman "$@" ;;
   build) build "$@" ;;
-  *) die "usage: $0 base | podman ARGS... | build TAG DOCKERFILE [ARGS...]" ;;
+  *) die "usage: $0 base [RELEASE...] | podman ARGS... | build TAG DOCKERFILE [ARGS...]" ;;
 esac

@@ -68,3 +68,51 @@ slot_active() {
   [ "$(psql -Atc "SELECT active FROM pg_replication_slots WHERE slot_name = '$1'")" = t ]
 }
 wait_slot_active() { wait_for 60 slot_active "$1"; }
+
+# The Debian releases the image and the package are built for, and the
+# tag of the relay image of each: Debian 13 is the default image (the tag
+# other tests use), Debian 12 by --build-arg DEBIAN_RELEASE=12.
+# OUTBOX_TEST_IMAGE names another tag (a developer's own, on a shared
+# machine).
+image_tag() {
+  local tag=${OUTBOX_TEST_IMAGE:-localhost/outbox-relay:test}
+  case $1 in
+    13) echo "$tag" ;;
+    *) echo "$tag-debian$1" ;;
+  esac
+}
+
+# build_image RELEASE TAG [PODMAN BUILD ARGS...]: docker/Dockerfile for that
+# release, with the arguments every test passes (the same ones, so
+# container_test's image and package_test's build stage share podman's
+# layers: one compile per release). The default release passes no
+# DEBIAN_RELEASE, as `scripts/container.sh build TAG docker/Dockerfile`
+# does. Prints the build's tail on failure.
+build_image() {
+  local release=$1 tag=$2 args=() log; shift 2
+  [ "$release" = 13 ] || args+=(--build-arg "DEBIAN_RELEASE=$release")
+  args+=(--build-arg OUTBOX_GIT_REVISION="$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)")
+  log=$(mktemp /tmp/outbox-build.XXXXXX)
+  if ! "$root/scripts/container.sh" build "$tag" docker/Dockerfile "${args[@]}" "$@" >"$log" 2>&1; then
+    tail -30 "$log"; rm -f "$log"; return 1
+  fi
+  rm -f "$log"
+}
+
+# check_built_with RELEASE FILE: the README's support matrix row of that
+# Debian release names what FILE (the build's built-with.txt, written by
+# CMakeLists.txt) says the build used: the compiler and the libraries, each
+# a version prefix ("17" stands for 17.x).
+check_built_with() {
+  local release=$1 file=$2 row key doc built n=3
+  row=$(grep "^| $release (" "$root/README.md" || true)
+  [ -n "$row" ] || { fail "README.md has no support matrix row '| $release (...'"; return; }
+  for key in compiler librdkafka libpq abseil simdjson; do
+    doc=$(cut -d'|' -f$n <<<"$row" | xargs)
+    built=$(sed -n "s/^$key=//p" "$file")
+    case $key in compiler) built=${built/#GNU /GCC } ;; esac
+    [ -n "$built" ] && { [ "$built" = "$doc" ] || [ "${built#"$doc".}" != "$built" ]; } ||
+      fail "README support matrix, Debian $release: $key is '$doc', the build used '$built'"
+    n=$((n + 1))
+  done
+}

@@ -67,15 +67,26 @@ for prop in process.roles num.partitions offsets.topic.replication.factor \
   [ "$got" = "$val" ] || fail "compose.yaml $env='$got', scripts/kafka.sh $prop=$val"
 done
 
-# 5. Build stage: only packages scripts/setup.sh installs. Runtime stage:
+# 5. Build stage: only packages scripts/setup.sh installs, warnings as
+#    errors. Runtime stage:
 #    the Debian package the build stage makes, whose Depends dpkg-shlibdeps
 #    derives from the libraries the binaries link (package_test checks them).
-for p in $(sed -n '/^FROM debian:12 AS build/,/^FROM /p' docker/Dockerfile |
-           grep -oE '\blib[a-z0-9.+-]+-dev\b|\bprometheus-cpp-dev\b' | sort -u); do
+#    Both stages on the Debian release of the one ARG before the first FROM
+#    (issue 33: 13 by default, 12 by --build-arg; container_test builds both).
+[ "$(grep -m1 -E '^(ARG|FROM) ' docker/Dockerfile)" = "ARG DEBIAN_RELEASE=13" ] ||
+  fail "Dockerfile does not open with ARG DEBIAN_RELEASE=13 before its first FROM"
+stage() { sed -n "/^FROM debian:\${DEBIAN_RELEASE}$1 AS $2\$/,/^FROM /p" docker/Dockerfile; }
+build_stage=$(stage '' build)
+[ -n "$build_stage" ] || fail "Dockerfile has no 'FROM debian:\${DEBIAN_RELEASE} AS build'"
+for p in $(grep -oE '\blib[a-z0-9.+-]+-dev\b|\bprometheus-cpp-dev\b' <<<"$build_stage" | sort -u); do
   grep -qw -- "$p" scripts/lib.sh scripts/setup.sh ||
     fail "Dockerfile build stage installs $p, scripts/setup.sh (lib.sh) does not"
 done
-runtime=$(sed -n '/^FROM debian:12-slim AS runtime/,$p' docker/Dockerfile)
+grep -q -- '-DOUTBOX_WERROR="\$OUTBOX_WERROR"' <<<"$build_stage" &&
+  grep -q '^ARG OUTBOX_WERROR=ON$' <<<"$build_stage" ||
+  fail "Dockerfile build stage does not build with warnings as errors (OUTBOX_WERROR)"
+runtime=$(stage -slim runtime)
+[ -n "$runtime" ] || fail "Dockerfile has no 'FROM debian:\${DEBIAN_RELEASE}-slim AS runtime'"
 grep -q 'apt-get install .*/tmp/outbox-relay.deb\|/tmp/outbox-relay.deb ca-certificates' <<<"$runtime" ||
   fail "runtime stage does not install the outbox-relay package"
 grep -v '^#' <<<"$runtime" | grep -qE -- '\blib[a-z0-9.+-]+-dev\b' && fail "runtime stage names a -dev package"

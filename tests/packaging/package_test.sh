@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# CTest (label package): the Debian package (cpack -G DEB from BUILD_DIR)
-# installed with dpkg -i into a clean Debian 12 root (the base image of
+# CTest (label package): the Debian package of one Debian release installed
+# with dpkg -i into a clean root of that release (the base image of
 # scripts/container.sh), its dependencies from Debian's archive; then
 # --version of the three tools, and a relay session from the installed
 # package against the suite's PostgreSQL and Kafka, stopped with SIGTERM
-# (exit 0).   tests/packaging/package_test.sh BUILD_DIR
+# (exit 0). The README's support matrix row of the release names what the
+# build used (its built-with.txt).
+#   tests/packaging/package_test.sh BUILD_DIR [12]
+#       the package cpack makes from BUILD_DIR (this machine's Debian 12)
+#   tests/packaging/package_test.sh --image 13
+#       the package docker/Dockerfile's build stage made on Debian 13 (the
+#       layers container_test builds: one compile for both)
 source "$(dirname "$0")/container_lib.sh"
-build=${1:?usage: $0 BUILD_DIR}
+usage="usage: $0 BUILD_DIR [12] | --image RELEASE"
+build=${1:?$usage}
+release=${2:-12}
 id=pkg_$$
 slot=${id}_slot table=${id}_outbox topic=$id.events
 pkgdir=$(mktemp -d /tmp/$id.XXXXXX)
@@ -20,9 +28,21 @@ cleanup() {
 trap cleanup EXIT
 
 # 1. The package, and what it depends on.
-(cd "$pkgdir" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$pkgdir" >/dev/null)
+start=$SECONDS
+if [ "$build" = --image ]; then
+  [ -n "${2:-}" ] || { echo "$usage"; exit 2; }
+  stage=$(image_tag "$release")-build
+  build_image "$release" "$stage" --target build || exit 1
+  pm run --rm --pull=never -v "$pkgdir:/out" "$stage" \
+    sh -c 'cp /pkg/outbox-relay.deb /out/outbox-relay_debian$0.deb && cp /build/built-with.txt /out/' "$release"
+else
+  (cd "$pkgdir" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$pkgdir" >/dev/null)
+  cp "$build/built-with.txt" "$pkgdir/"
+fi
 deb=$(ls "$pkgdir"/outbox-relay_*.deb)
-echo "package: $(basename "$deb"), $(stat -c %s "$deb") bytes"
+echo "Debian $release package: $(basename "$deb"), $(stat -c %s "$deb") bytes, made in $((SECONDS - start)) s"
+echo "built with: $(tr '\n' ' ' <"$pkgdir/built-with.txt")"
+check_built_with "$release" "$pkgdir/built-with.txt"
 depends=$(dpkg-deb -f "$deb" Depends)
 for p in libpq5 librdkafka1; do
   grep -qw "$p" <<<"$depends" || fail "Depends lacks $p: $depends"
@@ -37,7 +57,7 @@ for f in usr/bin/outbox-relay usr/bin/outbox-poller usr/bin/outbox-audit \
 done
 
 # 2. Installed into a clean root; the container's command is the relay.
-"$root/scripts/container.sh" base
+"$root/scripts/container.sh" base "$release"
 make_table "$table"
 install='apt-get update -qq >/dev/null &&
   { dpkg -i /pkg/outbox-relay_*.deb >/dev/null 2>&1 ||
@@ -46,7 +66,7 @@ install='apt-get update -qq >/dev/null &&
   for b in outbox-relay outbox-poller outbox-audit; do $b --version; done &&
   exec outbox-relay "$@"'
 pm run -d --pull=never --name "$id" --network host -v "$pkgdir:/pkg:ro" \
-  docker.io/library/debian:12 sh -c "$install" sh \
+  "docker.io/library/debian:$release" sh -c "$install" sh \
   --pg "$CONNINFO" --kafka "$BROKERS" --slot "$slot" --tables "public.$table" \
   --topic "$topic" --set http.listen= --set postgres.state_dir=/tmp/state >/dev/null
 wait_slot_active "$slot" || fail "the installed relay did not start: $(pm logs "$id" 2>&1 | tail -5)"
@@ -60,4 +80,4 @@ done
 pm stop -t 60 "$id" >/dev/null
 code=$(pm inspect -f '{{.State.ExitCode}}' "$id")
 [ "$code" = 0 ] || fail "installed relay: exit $code after SIGTERM: $(pm logs "$id" 2>&1 | tail -5)"
-finish "package: installed with dpkg -i in a clean Debian 12 root, relayed, stopped cleanly"
+finish "Debian $release package: installed with dpkg -i in a clean Debian $release root, relayed, stopped cleanly"

@@ -3,6 +3,7 @@
 // decoder is the right one.
 #include "plugin/output_plugin.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "outbox/change.h"

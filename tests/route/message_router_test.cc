@@ -6,9 +6,10 @@
 #include <map>
 #include <string>
 
-#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hex_bytes.h"
 #include "plugin/pgoutput/pgoutput_decoder.h"
 #include "plugin/wal2json/wal2json_decoder.h"
 
@@ -213,9 +214,8 @@ TEST(MessageRouterTest, Wal2JsonRecordOfOutboxEmit) {
 TEST(MessageRouterTest, PgOutputMessageOfOutboxEmit) {
   PgOutputDecoder decoder;
   Change begin, c;
-  ASSERT_TRUE(
-      decoder.Decode(absl::HexStringToBytes(kPgOutputBegin), &begin).ok());
-  const std::string bytes = absl::HexStringToBytes(kPgOutputMessage);
+  ASSERT_TRUE(decoder.Decode(HexBytes(kPgOutputBegin), &begin).ok());
+  const std::string bytes = HexBytes(kPgOutputMessage);
   ASSERT_TRUE(decoder.Decode(bytes, &c).ok());
   Record r;
   ASSERT_NO_FATAL_FAILURE(ExpectRoutedAsEmitted(c, &r));

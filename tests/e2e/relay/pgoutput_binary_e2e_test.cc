@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "e2e/relay/relay_e2e_fixture.h"
+#include "hex_bytes.h"
 #include "plugin/pgoutput/pgoutput_decoder.h"
 
 namespace outbox::testing {
@@ -51,7 +52,7 @@ class PgOutputBinaryE2ETest : public RelayE2ETest {
     Change change;
     for (const auto& row : *rows) {
       std::string data;
-      data = absl::HexStringToBytes(row[0]);
+      data = HexBytes(row[0]);
       absl::Status s = decoder.Decode(data, &change);
       EXPECT_TRUE(s.ok()) << s;
       if (!s.ok() || change.kind != Change::Kind::kInsert) continue;

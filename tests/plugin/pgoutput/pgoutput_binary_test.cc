@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
+#include "hex_bytes.h"
 
 namespace outbox::pgoutput {
 namespace {
@@ -142,7 +142,7 @@ constexpr Case kCases[] = {
 TEST(PgOutputBinaryTest, FormatsAsPostgreSqlsOutputFunctions) {
   for (const Case& c : kCases) {
     std::string raw;
-    raw = absl::HexStringToBytes(c.send_hex);
+    raw = HexBytes(c.send_hex);
     std::string buf = "prefix";
     absl::string_view text;
     bool appended = false;
@@ -185,11 +185,11 @@ TEST(PgOutputBinaryTest, RejectsMalformedValuesAndUnknownTypes) {
   EXPECT_FALSE(FormatBinary(16, "", &buf, &text, &appended));         // bool
   std::string numeric;
   // ndigits 1 but no digit; a digit above 9999; an unknown sign.
-  numeric = absl::HexStringToBytes("0001000000000000");
+  numeric = HexBytes("0001000000000000");
   EXPECT_FALSE(FormatBinary(1700, numeric, &buf, &text, &appended));
-  numeric = absl::HexStringToBytes("00010000000000002710");
+  numeric = HexBytes("00010000000000002710");
   EXPECT_FALSE(FormatBinary(1700, numeric, &buf, &text, &appended));
-  numeric = absl::HexStringToBytes("0000000012340000");
+  numeric = HexBytes("0000000012340000");
   EXPECT_FALSE(FormatBinary(1700, numeric, &buf, &text, &appended));
   // Types it does not know: enum-like user OIDs, arrays, interval, char.
   for (uint32_t oid : {16400u, 1007u, 1186u, 18u, 1083u}) {
