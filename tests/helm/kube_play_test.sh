@@ -108,7 +108,7 @@
 source "$(dirname "$0")/../packaging/container_lib.sh"
 phase=${1:?usage: kube_play_test.sh image|relay|poller|commands|tls|oneshot}
 # (OUTBOX_KUBE_IMAGE: another tag while developing, never the shared one.)
-tag=${OUTBOX_KUBE_IMAGE:-localhost/outbox-relay:test}
+tag=${OUTBOX_KUBE_IMAGE:-$(image_tag 13)}   # container_lib.sh: the default (Debian 13) image
 chart=$root/deploy/helm/outbox-relay
 helm_dir=${OUTBOX_HELM_DIR:-${OUTBOX_CACHE:-$root/.cache}/helm}   # scripts/helm_tools.sh's
 helm=$helm_dir/bin/helm py=$helm_dir/venv/bin/python
@@ -138,17 +138,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-# The image, built as container_test.sh builds it (same tag, same build
-# argument: a layer cache hit after container_test).
-build_image() {
-  local revision start=$SECONDS
-  revision=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-  "$root/scripts/container.sh" build "$tag" docker/Dockerfile \
-    --build-arg OUTBOX_GIT_REVISION="$revision" >"$work/build.log" 2>&1 ||
-    { tail -30 "$work/build.log"; exit 1; }
-  echo "image $tag ready in $((SECONDS - start)) s"
-}
 
 render() {  # render OUT VALUES [helm args...]
   local out=$1 values=$2; shift 2
@@ -392,7 +381,11 @@ EOF
 
 case $phase in
   image)
-    build_image ;;
+    # container_lib.sh's build, as container_test's (the same arguments: a
+    # layer cache hit after it).
+    start=$SECONDS
+    build_image 13 "$tag" || exit 1
+    echo "image $tag ready in $((SECONDS - start)) s" ;;
 
   commands)
     # Every container of every rendered manifest (default values and each
