@@ -450,13 +450,7 @@ case $phase in
     wait_events "$topic" 100 || fail "100 events did not reach Kafka: $(logs "${ctrs[0]}") $(logs "${ctrs[1]}")"
     kill_and_takeover "$id" 101
     write_events "$id" 201 249
-    last=$(psql -Atq -v ON_ERROR_STOP=1 <<SQL
-BEGIN;
-INSERT INTO $id VALUES (gen_random_uuid(), 'order', '250', 'OrderCreated', '{}');
-SELECT pg_current_wal_insert_lsn();
-COMMIT;
-SQL
-)
+    last=$(write_last_event "$id" 250)
     wait_events "$topic" 250 || fail "$(distinct_in_topic "$topic") of 250 events reached Kafka"
     got=$(distinct_in_topic "$topic")
     [ "$got" = 250 ] || fail "the topic holds $got distinct events, want 250 (missing $((250 - got)))"
@@ -636,13 +630,7 @@ print(next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deplo
       fail "the one-shot relay's log has no streaming line for slot $id"
     [ "$(pm inspect -f '{{.State.Status}}' "$ctr")" = running ] || fail "the one-shot relay is not running"
     is_200 "$oneshot_port" /activez || fail "the one-shot relay is not active: $(logs "$ctr")"
-    last=$(psql -Atq -v ON_ERROR_STOP=1 <<SQL
-BEGIN;
-INSERT INTO $id VALUES (gen_random_uuid(), 'order', '100', 'OrderCreated', '{}');
-SELECT pg_current_wal_insert_lsn();
-COMMIT;
-SQL
-)
+    last=$(write_last_event "$id" 100)
     wait_events "$topic" 100 || fail "$(distinct_in_topic "$topic") of 100 events reached Kafka: $(logs "$ctr")"
     got=$(distinct_in_topic "$topic")
     [ "$got" = 100 ] || fail "the topic holds $got distinct events, want 100"

@@ -38,6 +38,19 @@ write_events() {
   done | psql -q -v ON_ERROR_STOP=1
 }
 
+# write_last_event TABLE N: one event (aggregate id N) and prints a WAL
+# position inside its transaction, before its commit record: a slot
+# confirmed at or past it confirmed that commit, as the relay confirms only
+# whole transactions, after their delivery.
+write_last_event() {
+  psql -Atq -v ON_ERROR_STOP=1 <<SQL
+BEGIN;
+INSERT INTO $1 VALUES (gen_random_uuid(), 'order', '$2', 'OrderCreated', '{}');
+SELECT pg_current_wal_insert_lsn();
+COMMIT;
+SQL
+}
+
 # distinct_in_topic TOPIC: how many distinct aggregate ids the topic holds.
 distinct_in_topic() {
   { kcat -b "$BROKERS" -C -t "$1" -e -q -f '%k\n' 2>/dev/null || true; } |

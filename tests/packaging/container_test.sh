@@ -82,16 +82,8 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http_port/ready
 [ "$code" = 200 ] || fail "/readyz from outside answered $code"
 pm healthcheck run "$id" >/dev/null || fail "HEALTHCHECK failed: $(pm inspect -f '{{json .State.Health}}' "$id")"
 write_events "$table" 101 149
-# The last event, and a WAL position inside its transaction (before its
-# commit record): a slot confirmed at or past it confirmed that commit, as
-# the relay confirms only whole transactions, after their delivery.
-last=$(psql -Atq -v ON_ERROR_STOP=1 <<SQL
-BEGIN;
-INSERT INTO $table VALUES (gen_random_uuid(), 'order', '150', 'OrderCreated', '{}');
-SELECT pg_current_wal_insert_lsn();
-COMMIT;
-SQL
-)
+# The last event, and a WAL position inside its transaction.
+last=$(write_last_event "$table" 150)
 wait_events "$topic" 150 || fail "150 events did not reach Kafka"
 pm stop -t 60 "$id" >/dev/null
 code=$(pm inspect -f '{{.State.ExitCode}}' "$id")
