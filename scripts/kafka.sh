@@ -8,7 +8,7 @@
 #   scripts/kafka.sh kill DIR    SIGKILL the broker, keep its data (for faults)
 #   scripts/kafka.sh restart DIR start a killed/stopped broker again on the
 #                                same port and data
-#   scripts/kafka.sh acl DIR ARGS...  kafka-acls (kafka.admin.AclCommand)
+#   scripts/kafka.sh acl DIR ARGS...  kafka-acls (AclCommand)
 #                                against the broker's PLAINTEXT listener,
 #                                e.g. --add --allow-principal User:relay
 #                                --operation Write --topic t
@@ -27,24 +27,29 @@
 #        per line (e.g. --add-scram and its SCRAM-SHA-512=[...] value)
 # They are remembered in DIR, so 'restart' brings the same broker back; the
 # PLAINTEXT listener stays, and readiness is checked on it.
+#   OUTBOX_KAFKA_VERSION  the broker's version: 3.9 (default) or 4.4 (see
+#        kafka_version in lib.sh); 'start' prints OUTBOX_KAFKA_VERSION=<V>
+#        and keeps it in DIR for the other commands
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
-# scripts/kafka/pom.xml) into $OUTBOX_CACHE/kafka/libs (OUTBOX_CACHE defaults
-# to .cache in the checkout; a git worktree has none of its own, so point it
-# at one that has the jars). Needs Java 17.
+# scripts/kafka/<version>/pom.xml) into $OUTBOX_CACHE/kafka/<version>/libs
+# (OUTBOX_CACHE defaults to .cache in the checkout; a git worktree has none
+# of its own, so point it at one that has the jars). Needs Java 17.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl DIR"
-LIBS="$OUTBOX_CACHE/kafka/libs"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
+# The version: the one DIR's broker was started with, else the environment's.
+if [ "$cmd" != start ] && [ -f "$dir/version" ]; then
+  VERSION=$(kafka_version "$(cat "$dir/version")") || exit 1
+else
+  VERSION=$(kafka_version) || exit 1
+fi
 
-# The broker's own jar (kafka.Kafka, kafka.tools.StorageTool) must be there,
-# or java would start and die on a ClassNotFoundException.
-need_jars() {
-  compgen -G "$LIBS/kafka_*.jar" >/dev/null ||
-    die "no Kafka jars in $LIBS (OUTBOX_CACHE=$OUTBOX_CACHE): scripts/setup.sh fetches them"
-}
+# The broker's own jar must be there, or java would start and die on a
+# ClassNotFoundException.
+need_jars() { kafka_need_jars "$VERSION" || exit 1; }
 
 launch() {
   need_jars
@@ -53,8 +58,8 @@ launch() {
   # setsid: the broker gets its own process group so 'stop' can end it and
   # nothing it started, whatever shell started us.
   setsid java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC \
-    -Dlog4j.configuration="file:$dir/log4j.properties" \
-    -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
+    "$(kafka_log_opt "$VERSION" "$dir/log.properties")" \
+    -cp "$(kafka_libs "$VERSION")/*" kafka.Kafka "$dir/server.properties" \
     >>"$dir/kafka.out" 2>&1 </dev/null &
   echo $! >"$dir/pid"
   local port; port=$(cat "$dir/port")
@@ -114,7 +119,8 @@ PROPS
   if [ -n "${OUTBOX_KAFKA_PROPERTIES:-}" ]; then
     cat "$OUTBOX_KAFKA_PROPERTIES" >>"$dir/server.properties"
   fi
-  log4j_to_file "$dir/server.log" kafka=INFO org.apache.kafka=INFO >"$dir/log4j.properties"
+  kafka_log_config "$VERSION" "$dir/server.log" kafka=INFO org.apache.kafka=INFO \
+    >"$dir/log.properties"
 }
 
 start() {
@@ -122,6 +128,7 @@ start() {
   need_jars
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
+  echo "$VERSION" >"$dir/version"
   local tries=0 port cport
   while :; do
     port=$(free_port); cport=$(free_port)
@@ -133,9 +140,8 @@ start() {
     if [ -n "${OUTBOX_KAFKA_FORMAT_ARGS:-}" ]; then
       mapfile -t format_args <<<"$OUTBOX_KAFKA_FORMAT_ARGS"
     fi
-    java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.tools.StorageTool format -t "$(java -cp "$LIBS/*" \
-      -Dlog4j.configuration="file:$dir/log4j.properties" \
+    kafka_java "$VERSION" "$dir/log.properties" kafka.tools.StorageTool format \
+      -t "$(kafka_java "$VERSION" "$dir/log.properties" \
       kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)" \
       -c "$dir/server.properties" "${format_args[@]}" >"$dir/format.log" 2>&1 ||
       die "kafka storage format failed: $(tail -1 "$dir/format.log")"
@@ -144,6 +150,7 @@ start() {
     [ $tries -lt 3 ] || die "kafka did not start: $(grep -m1 -E 'ERROR|Exception' "$dir/kafka.out" "$dir/server.log" 2>/dev/null)"
   done
   echo "OUTBOX_KAFKA_DIR=$dir"
+  echo "OUTBOX_KAFKA_VERSION=$VERSION"
   echo "OUTBOX_KAFKA_BROKERS=127.0.0.1:$port"
   local entry name listeners=${OUTBOX_KAFKA_LISTENERS:-}
   for entry in ${listeners//,/ }; do
@@ -173,8 +180,8 @@ case $cmd in
   acl)
     shift 2
     need_jars
-    java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.admin.AclCommand --bootstrap-server "127.0.0.1:$(cat "$dir/port")" \
-      "$@" ;;
+    kafka_java "$VERSION" "$dir/log.properties" \
+      "$(kafka_tool_class "$VERSION" AclCommand)" \
+      --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@" ;;
   *) die "usage: $0 start|stop|kill|restart|acl DIR" ;;
 esac
