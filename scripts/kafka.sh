@@ -27,7 +27,7 @@
 #        per line (e.g. --add-scram and its SCRAM-SHA-512=[...] value)
 # They are remembered in DIR, so 'restart' brings the same broker back; the
 # PLAINTEXT listener stays, and readiness is checked on it.
-#   OUTBOX_KAFKA_VERSION  the broker's version: 3.9 (default) or 4.4 (see
+#   OUTBOX_KAFKA_VERSION  the broker's version: 4.4 (default) or 3.9 (see
 #        kafka_version in lib.sh); 'start' prints OUTBOX_KAFKA_VERSION=<V>
 #        and keeps it in DIR for the other commands
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
