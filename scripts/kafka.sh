@@ -63,7 +63,9 @@ launch() {
     >>"$dir/kafka.out" 2>&1 </dev/null &
   echo $! >"$dir/pid"
   local port; port=$(cat "$dir/port")
-  local deadline=$((SECONDS + 90))
+  # Generous: Kafka 4.4 on 2 loaded cores (load 40+, a suite and other
+  # brokers beside it) took over 90 s to log that it started.
+  local deadline=$((SECONDS + 300))
   until grep -q 'Kafka Server started' "$dir/server.log" 2>/dev/null; do
     if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then return 1; fi
     [ $SECONDS -lt $deadline ] || { stop_broker; return 1; }
