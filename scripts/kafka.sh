@@ -27,7 +27,7 @@
 #        per line (e.g. --add-scram and its SCRAM-SHA-512=[...] value)
 # They are remembered in DIR, so 'restart' brings the same broker back; the
 # PLAINTEXT listener stays, and readiness is checked on it.
-#   OUTBOX_KAFKA_VERSION  the broker's version: 3.9 (default) or 4.4 (see
+#   OUTBOX_KAFKA_VERSION  the broker's version: 4.4 (default) or 3.9 (see
 #        kafka_version in lib.sh); 'start' prints OUTBOX_KAFKA_VERSION=<V>
 #        and keeps it in DIR for the other commands
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
@@ -54,7 +54,9 @@ need_jars() { kafka_need_jars "$VERSION" || exit 1; }
 launch() {
   need_jars
   kafka_launch "$VERSION" "$dir" "$HEAP"
-  kafka_wait_ready "$dir" 90 || { stop_broker; return 1; }
+  # Generous: Kafka 4.4 on 2 loaded cores (load 40+, a suite and other
+  # brokers beside it) took over 90 s to log that it started.
+  kafka_wait_ready "$dir" 300 || { stop_broker; return 1; }
 }
 
 # extra_listeners: for each entry of OUTBOX_KAFKA_LISTENERS its port (a free

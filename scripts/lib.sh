@@ -110,7 +110,7 @@ pg_select() {
 # the version as their first argument ("" for OUTBOX_KAFKA_VERSION's);
 # scripts/kafka.sh and scripts/kafka_cluster.sh start brokers with them.
 OUTBOX_KAFKA_VERSIONS=(3.9 4.4)
-OUTBOX_KAFKA_DEFAULT_VERSION=3.9
+OUTBOX_KAFKA_DEFAULT_VERSION=4.4
 
 # kafka_version [V]: prints the version line V names (3.9 or 4.4; 4 is the
 # newest 4.x), V empty or absent meaning OUTBOX_KAFKA_VERSION, then the

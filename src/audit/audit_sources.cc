@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/progress.h"
+#include "common/scram_hint.h"
 #include "outbox/status_macros.h"
 #include "pg/pg_connection.h"
 #include "route/topic_regex.h"
@@ -192,7 +193,8 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     return absl::UnavailableError(absl::StrCat(
         "cannot connect to Kafka (", config.kafka.brokers,
         "): metadata: ", rd_kafka_err2str(e),
-        last_error.empty() ? "" : absl::StrCat(" (", last_error, ")")));
+        last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
+        ScramProofHint(last_error, rd_kafka_version())));
   }
   std::vector<std::regex> res;
   for (const auto& p : patterns) res.emplace_back(p);

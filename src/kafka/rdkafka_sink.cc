@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/scram_hint.h"
 #include "config/redact.h"
 
 namespace outbox {
@@ -354,7 +355,9 @@ void RdKafkaSink::HandleError(int err, const char* reason) {
         refused_ = absl::FailedPreconditionError(absl::StrCat(
             "cannot connect to Kafka (", brokers_,
             "): ", rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)),
-            ": ", reason != nullptr ? reason : ""));
+            ": ", reason != nullptr ? reason : "",
+            ScramProofHint(reason != nullptr ? reason : "",
+                           rd_kafka_version())));
       }
       break;
     case RD_KAFKA_RESP_ERR__RESOLVE:

@@ -11,8 +11,10 @@
 // the producer before it sends anything after it; health() then says
 // InvalidArgument. A broker that refuses the credentials (SASL) or a TLS
 // certificate either way makes health() FailedPrecondition naming Kafka;
-// an unreachable broker is waited for. Which user properties are refused as
-// unsafe is decided at configuration load (config/kafka_safety.h), not here.
+// an unreachable broker is waited for (a SCRAM refusal from a librdkafka
+// older than 2.6.1 also names that cause: common/scram_hint.h). Which user
+// properties are refused as unsafe is decided at configuration load
+// (config/kafka_safety.h), not here.
 //
 // With KafkaOptions::transactional_id set the producer is transactional
 // (kafka.exactly_once): Create() calls init_transactions (fencing any older

@@ -3,12 +3,16 @@
 // ssl = on, the relay at sslmode=verify-full with a client certificate
 // (clientcert=verify-full) and a password for both its replication and its
 // normal connections; Kafka over SASL_SSL (SCRAM-SHA-512) and over mTLS.
+// On Kafka 4 (OUTBOX_KAFKA_VERSION) with a librdkafka older than 2.6.1,
+// which Kafka 4 refuses SCRAM from (common/scram_hint.h), SASL_SSL uses
+// PLAIN, and SCRAM is the case that checks the error names that cause.
 // Every secret reaches the daemons through a file (_file settings) or an
 // environment variable (${VAR} in the YAML file), never the command line,
 // and none of them reaches the log, /status.json or `outbox-relay status`.
 // A wrong CA, an expired certificate or a wrong password is exit 3 with one
 // line naming PostgreSQL or Kafka; an unset variable or unreadable secret
 // file is exit 2 naming the key.
+#include <librdkafka/rdkafka.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -24,6 +28,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/scram_hint.h"
 #include "e2e/relay_http.h"
 #include "e2e/test_env.h"
 #include "gmock/gmock.h"
@@ -56,7 +61,8 @@ struct Connection {
   std::string kafka = "sasl";
   std::string kafka_ca = "ca.pem";
   std::string kafka_cert = "client.pem";
-  std::string kafka_password;  // empty: the right one
+  std::string kafka_password;   // empty: the right one
+  std::string kafka_mechanism;  // empty: DefaultMechanism()
 };
 
 class TlsE2ETest : public ::testing::Test {
@@ -85,6 +91,14 @@ class TlsE2ETest : public ::testing::Test {
     auto it = env_->find(key);
     EXPECT_NE(it, env_->end()) << key;
     return it != env_->end() ? it->second : "";
+  }
+  // Kafka 4 refuses SCRAM from a librdkafka older than 2.6.1.
+  static bool ScramRefused() {
+    return absl::StartsWith(Env("OUTBOX_KAFKA_VERSION"), "4") &&
+           rd_kafka_version() < kLibrdkafkaScramFixed;
+  }
+  static std::string DefaultMechanism() {
+    return ScramRefused() ? "PLAIN" : "SCRAM-SHA-512";
   }
   static std::string Cert(const std::string& name) {
     return Env("OUTBOX_TLS_CERTS") + "/" + name;
@@ -169,18 +183,21 @@ class TlsE2ETest : public ::testing::Test {
         "  listen: 127.0.0.1:0\n"
         "kafka:\n");
     if (c.kafka == "sasl") {
-      absl::StrAppend(&yaml, "  brokers: ", Env("OUTBOX_TLS_KAFKA_SASL_SSL"),
-                      "\n"
-                      "  properties:\n"
-                      "    security.protocol: SASL_SSL\n"
-                      "    sasl.mechanisms: SCRAM-SHA-512\n"
-                      "    sasl.username: relay\n"
-                      "    sasl.password: ",
-                      c.kafka_password.empty() ? "${OUTBOX_TEST_KAFKA_PASSWORD}"
-                                               : c.kafka_password,
-                      "\n"
-                      "    ssl.ca.location: ",
-                      Cert(c.kafka_ca), "\n");
+      absl::StrAppend(
+          &yaml, "  brokers: ", Env("OUTBOX_TLS_KAFKA_SASL_SSL"),
+          "\n"
+          "  properties:\n"
+          "    security.protocol: SASL_SSL\n"
+          "    sasl.mechanisms: ",
+          c.kafka_mechanism.empty() ? DefaultMechanism() : c.kafka_mechanism,
+          "\n"
+          "    sasl.username: relay\n"
+          "    sasl.password: ",
+          c.kafka_password.empty() ? "${OUTBOX_TEST_KAFKA_PASSWORD}"
+                                   : c.kafka_password,
+          "\n"
+          "    ssl.ca.location: ",
+          Cert(c.kafka_ca), "\n");
     } else {
       absl::StrAppend(
           &yaml, "  brokers: ", Env("OUTBOX_TLS_KAFKA_MTLS"),
@@ -398,6 +415,31 @@ TEST_F(TlsE2ETest, RefusedConnectionsExit3) {
                     3, "audit_kafka.log");
   EXPECT_THAT(audit, HasSubstr("cannot connect to Kafka"));
   EXPECT_THAT(audit, HasSubstr("Authentication failed"));
+}
+
+// Kafka 4 with a librdkafka older than 2.6.1 (Debian 12's 2.0.2): SCRAM
+// with the right password is refused, and the one ERROR line (relay, audit)
+// says that this may be the cause and what to use instead.
+TEST_F(TlsE2ETest, ScramRefusedByKafka4NamesTheLibrdkafkaCause) {
+  if (!ScramRefused()) {
+    GTEST_SKIP() << "Kafka " << Env("OUTBOX_KAFKA_VERSION") << ", librdkafka "
+                 << rd_kafka_version_str() << " authenticate over SCRAM";
+  }
+  Connection scram;
+  scram.kafka_mechanism = "SCRAM-SHA-512";
+  std::string out = RunToExit(
+      {BinaryPath("outbox-relay"), "--config", WriteConfig(scram, "scram")}, 3,
+      "scram.log");
+  std::vector<std::string> errors = ErrorLines(out);
+  ASSERT_EQ(errors.size(), 1u) << out;
+  EXPECT_THAT(errors[0], HasSubstr("cannot connect to Kafka"));
+  EXPECT_THAT(errors[0], HasSubstr("SCRAM-SHA-512"));
+  EXPECT_THAT(errors[0], HasSubstr("fixed in librdkafka 2.6.1"));
+  ExpectNoSecret("scram", out);
+  std::string audit = RunToExit(
+      {BinaryPath("outbox-audit"), "--config", WriteConfig(scram, "audit")}, 3,
+      "audit_scram.log");
+  EXPECT_THAT(audit, HasSubstr("fixed in librdkafka 2.6.1"));
 }
 
 // An unset variable or an unreadable secret file: exit 2, one line naming

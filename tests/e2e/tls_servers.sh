@@ -17,8 +17,10 @@
 # a client certificate (clientcert=verify-full), normal and replication
 # connections; postgres keeps trust over the socket and plain loopback TCP
 # for the test's own setup.
-# Kafka: SASL_SSL (SCRAM-SHA-512, user relay created at format time with
-# StorageTool --add-scram) and SSL with ssl.client.auth=required (mTLS),
+# Kafka (OUTBOX_KAFKA_VERSION's; DIR/env has the version): SASL_SSL
+# (SCRAM-SHA-512, user relay created at format time with StorageTool
+# --add-scram, and PLAIN with the same password, for a librdkafka older than
+# 2.6.1 against Kafka 4) and SSL with ssl.client.auth=required (mTLS),
 # besides the PLAINTEXT listener the test reads back through.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -113,8 +115,9 @@ ssl.keystore.type=PEM
 ssl.keystore.location=$c/server-keystore.pem
 ssl.truststore.type=PEM
 ssl.truststore.location=$c/ca.pem
-sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_relay="$KAFKA_PASSWORD";
 listener.name.ssl.ssl.client.auth=required
 PROPS
   OUTBOX_KAFKA_LISTENERS="SASL_SSL://127.0.0.1:$sasl_port,SSL://127.0.0.1:$ssl_port" \
