@@ -187,7 +187,7 @@ class ClusterFaultTest : public FaultHarness {
 TEST_P(ClusterFaultTest, PartitionLeaderKilledAndBack) {
   Process* proc = StartRelay();
   ASSERT_TRUE(Ready(proc)) << Logs();
-  Writers writers(table_, aggtype_, 2);
+  Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
   const int leader = NodeOf("leader " + Topic() + " 0");
   ASSERT_GT(leader, 0);
@@ -209,15 +209,18 @@ TEST_P(ClusterFaultTest, PartitionLeaderKilledAndBack) {
 TEST_P(ClusterFaultTest, RollingRestart) {
   Process* proc = StartRelay();
   ASSERT_TRUE(Ready(proc)) << Logs();
-  Writers writers(table_, aggtype_, 2);
+  Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
   for (int node = 1; node <= kNodes; ++node) {
     const auto step = SteadyClock::now();
     ASSERT_EQ(Cluster("term", node), 0);
+    const double term_s = SecondsSince(step);
     ASSERT_EQ(Cluster("restart", node), 0);
+    const double restart_s = SecondsSince(step);
     ASSERT_EQ(Cluster("wait-isr", 180), 0);
     std::cerr << "node " << node << " rolled in " << Seconds(SecondsSince(step))
-              << "\n";
+              << " (stopped after " << Seconds(term_s) << ", up after "
+              << Seconds(restart_s) << ")\n";
   }
   const auto end = SteadyClock::now();
   const double resume = TimeToResume(end, FlushLsn());
@@ -230,7 +233,7 @@ TEST_P(ClusterFaultTest, RollingRestart) {
 TEST_P(ClusterFaultTest, OneNodeLost) {
   Process* proc = StartRelay();
   ASSERT_TRUE(Ready(proc)) << Logs();
-  Writers writers(table_, aggtype_, 2);
+  Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
   const int lost = NodeOf("leader " + Topic() + " 0");
   ASSERT_GT(lost, 0);
@@ -251,7 +254,7 @@ TEST_P(ClusterFaultTest, TwoNodesLostBelowMinInsyncReplicas) {
   Process* proc = StartRelay({"--set", "http.listen=127.0.0.1:0"});
   ASSERT_TRUE(Ready(proc)) << Logs();
   ASSERT_GT(WaitRelayHttpPort(*proc), 0) << Logs();
-  Writers writers(table_, aggtype_, 2);
+  Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
   // Keep the node leading partition 0: its produce requests reach a live
   // leader that cannot gather acknowledgements; the others' find none.
@@ -313,7 +316,7 @@ TEST_P(ClusterFaultTest, TwoNodesLostBelowMinInsyncReplicas) {
 TEST_P(ClusterFaultTest, ControllerLeaderKilledAndBack) {
   Process* proc = StartRelay();
   ASSERT_TRUE(Ready(proc)) << Logs();
-  Writers writers(table_, aggtype_, 2);
+  Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
   const int controller = NodeOf("controller");
   ASSERT_GT(controller, 0);
