@@ -27,13 +27,19 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "e2e/relay_http.h"
-#include "fault/cluster_env_shim.h"
 #include "fault/fault_harness.h"
 
 namespace outbox::testing {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+
+// kafka_cluster.sh `cmd` on node `node` must succeed (in a test body).
+#define ASSERT_NODE(cmd, node)                        \
+  do {                                                \
+    const absl::Status node_status = Node(cmd, node); \
+    ASSERT_TRUE(node_status.ok()) << node_status;     \
+  } while (0)
 
 double SecondsSince(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
@@ -60,54 +66,44 @@ class ClusterFaultTest : public FaultHarness {
   void SetUp() override {
     started_ = SteadyClock::now();
     FaultHarness::SetUp();
-    cluster_ = ClusterEnv::Get().dir();
-    ASSERT_FALSE(cluster_.empty()) << "no cluster: run through ctest";
+    ASSERT_FALSE(Cluster().dir().empty()) << "no cluster: run through ctest";
     ASSERT_FALSE(Brokers().empty());
   }
 
-  // Every node back, full ISR: the next case (and the suite's other cluster
-  // tests) start on a whole cluster whatever this one did.
+  // Every node back, partitions healed, full ISR: the next case (and the
+  // suite's other cluster tests) start on a whole cluster whatever this one
+  // did.
   void TearDown() override {
-    const std::string alive = ClusterOut("alive");
-    for (int node = 1; node <= kNodes; ++node) {
-      if (alive.find(std::to_string(node)) == std::string::npos) {
-        EXPECT_EQ(Cluster("restart", node), 0) << "node " << node;
-      }
-    }
-    EXPECT_EQ(Cluster("wait-isr", 180), 0);
+    const absl::Status restored = Cluster().Restore();
+    EXPECT_TRUE(restored.ok()) << restored;
     FaultHarness::TearDown();
     std::cerr << "case seconds: " << Seconds(SecondsSince(started_)) << "\n";
   }
 
-  std::string Brokers() const override { return ClusterEnv::Get().brokers(); }
+  std::string Brokers() const override { return Cluster().brokers(); }
+  static const ClusterEnv& Cluster() { return ClusterEnv::Get(); }
 
-  int Cluster(const std::string& cmd, int arg) {
-    return RunScript(absl::StrCat("kafka_cluster.sh ", cmd, " ", cluster_, " ",
-                                  arg, " >&2"));
+  // kafka_cluster.sh `command` with node `node` (kill, term, restart) or a
+  // timeout in seconds (wait-isr): its error, OK when it succeeded.
+  absl::Status Node(const std::string& command, int node) {
+    return Cluster().Run(command, {std::to_string(node)}).status();
   }
-  std::string ClusterOut(const std::string& cmd) {
-    return CommandOutput(absl::StrCat(getenv("OUTBOX_ROOT"),
-                                      "/scripts/kafka_cluster.sh ", cmd, " ",
-                                      cluster_));
-  }
-  // The node number a `kafka_cluster.sh leader|controller` prints; 0 when
-  // none.
-  int NodeOf(const std::string& what) {
-    std::vector<std::string> words = absl::StrSplit(what, ' ');
-    std::string cmd =
-        absl::StrCat(getenv("OUTBOX_ROOT"), "/scripts/kafka_cluster.sh ",
-                     words[0], " ", cluster_);
-    for (size_t i = 1; i < words.size(); ++i) cmd += " " + words[i];
+
+  // A node number Leader() or Controller() gives, asked until it answers
+  // (a moment after a fault there may be none); 0 when none came.
+  int NodeOf(const std::function<absl::StatusOr<int>()>& ask) {
     int node = 0;
     WaitUntil(
         [&] {
-          return absl::SimpleAtoi(absl::StripAsciiWhitespace(
-                                      CommandOutput(cmd + " 2>/dev/null")),
-                                  &node) &&
-                 node > 0;
+          absl::StatusOr<int> n = ask();
+          node = n.ok() ? *n : 0;
+          return node > 0;
         },
         30000);
     return node;
+  }
+  int LeaderOfPartition0() {
+    return NodeOf([&] { return Cluster().Leader(Topic(), 0); });
   }
 
   std::string Topic() const { return "outbox.event." + aggtype_; }
@@ -169,7 +165,7 @@ class ClusterFaultTest : public FaultHarness {
     writers.Stop();
     std::cerr << SystemName(GetParam()) << " " << fault << ": time to resume "
               << Seconds(resume_s) << "\n";
-    AuditAndRecord(absl::StrCat(fault, " (Kafka ", ClusterEnv::Get().version(),
+    AuditAndRecord(absl::StrCat(fault, " (Kafka ", Cluster().version(),
                                 ", resumed in ", Seconds(resume_s), ")"),
                    1);
     EXPECT_TRUE(proc->Running()) << "the relay exited\n" << Logs();
@@ -178,7 +174,6 @@ class ClusterFaultTest : public FaultHarness {
   }
 
   static constexpr int kNodes = 3;
-  std::string cluster_;
   SteadyClock::time_point started_;
 };
 
@@ -189,13 +184,13 @@ TEST_P(ClusterFaultTest, PartitionLeaderKilledAndBack) {
   ASSERT_TRUE(Ready(proc)) << Logs();
   Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
-  const int leader = NodeOf("leader " + Topic() + " 0");
+  const int leader = LeaderOfPartition0();
   ASSERT_GT(leader, 0);
-  ASSERT_EQ(Cluster("kill", leader), 0);
+  ASSERT_NODE("kill", leader);
   const auto fault = SteadyClock::now();
   const double resume = TimeToResume(fault, FlushLsn());
-  ASSERT_EQ(Cluster("restart", leader), 0);
-  ASSERT_EQ(Cluster("wait-isr", 180), 0);
+  ASSERT_NODE("restart", leader);
+  ASSERT_NODE("wait-isr", 180);
   WaitCaughtUp();
   Finish(writers, proc,
          absl::StrCat("leader of partition 0 (node ", leader,
@@ -213,11 +208,11 @@ TEST_P(ClusterFaultTest, RollingRestart) {
   WaitFlowing(writers);
   for (int node = 1; node <= kNodes; ++node) {
     const auto step = SteadyClock::now();
-    ASSERT_EQ(Cluster("term", node), 0);
+    ASSERT_NODE("term", node);
     const double term_s = SecondsSince(step);
-    ASSERT_EQ(Cluster("restart", node), 0);
+    ASSERT_NODE("restart", node);
     const double restart_s = SecondsSince(step);
-    ASSERT_EQ(Cluster("wait-isr", 180), 0);
+    ASSERT_NODE("wait-isr", 180);
     std::cerr << "node " << node << " rolled in " << Seconds(SecondsSince(step))
               << " (stopped after " << Seconds(term_s) << ", up after "
               << Seconds(restart_s) << ")\n";
@@ -235,9 +230,9 @@ TEST_P(ClusterFaultTest, OneNodeLost) {
   ASSERT_TRUE(Ready(proc)) << Logs();
   Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
-  const int lost = NodeOf("leader " + Topic() + " 0");
+  const int lost = LeaderOfPartition0();
   ASSERT_GT(lost, 0);
-  ASSERT_EQ(Cluster("kill", lost), 0);
+  ASSERT_NODE("kill", lost);
   const auto fault = SteadyClock::now();
   const double resume = TimeToResume(fault, FlushLsn());
   // Writing goes on with the node lost: the relay keeps up.
@@ -258,13 +253,13 @@ TEST_P(ClusterFaultTest, TwoNodesLostBelowMinInsyncReplicas) {
   WaitFlowing(writers);
   // Keep the node leading partition 0: its produce requests reach a live
   // leader that cannot gather acknowledgements; the others' find none.
-  const int keep = NodeOf("leader " + Topic() + " 0");
+  const int keep = LeaderOfPartition0();
   ASSERT_GT(keep, 0);
   std::vector<int> lost;
   for (int node = 1; node <= kNodes; ++node) {
     if (node != keep) lost.push_back(node);
   }
-  for (int node : lost) ASSERT_EQ(Cluster("kill", node), 0);
+  for (int node : lost) ASSERT_NODE("kill", node);
   OutageBegan();
   const double lag_before = RelayMetric(*proc, "outbox_relay_lag_seconds");
   // Nothing committed after the fault is confirmed while it lasts (and the
@@ -298,9 +293,11 @@ TEST_P(ClusterFaultTest, TwoNodesLostBelowMinInsyncReplicas) {
       exactly_once() ? 1000 : 60000);
   std::cerr << "outbox_relay_lag_seconds " << lag_before << " -> " << lag_during
             << "\n";
-  if (!exactly_once()) EXPECT_TRUE(lag_grew);
+  if (!exactly_once()) {
+    EXPECT_TRUE(lag_grew);
+  }
   // One node back: 2 of 3 in sync again.
-  ASSERT_EQ(Cluster("restart", lost[0]), 0);
+  ASSERT_NODE("restart", lost[0]);
   const auto back = SteadyClock::now();
   const double resume = TimeToResume(back, FlushLsn());
   WaitCaughtUp();
@@ -318,13 +315,13 @@ TEST_P(ClusterFaultTest, ControllerLeaderKilledAndBack) {
   ASSERT_TRUE(Ready(proc)) << Logs();
   Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
-  const int controller = NodeOf("controller");
+  const int controller = NodeOf([&] { return Cluster().Controller(); });
   ASSERT_GT(controller, 0);
-  ASSERT_EQ(Cluster("kill", controller), 0);
+  ASSERT_NODE("kill", controller);
   const auto fault = SteadyClock::now();
   const double resume = TimeToResume(fault, FlushLsn());
-  ASSERT_EQ(Cluster("restart", controller), 0);
-  ASSERT_EQ(Cluster("wait-isr", 180), 0);
+  ASSERT_NODE("restart", controller);
+  ASSERT_NODE("wait-isr", 180);
   WaitCaughtUp();
   Finish(writers, proc,
          absl::StrCat("controller leader (node ", controller,
