@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/scram_hint.h"
 #include "config/redact.h"
+#include "outbox/clock.h"
 
 namespace outbox {
 
@@ -50,6 +51,10 @@ bool IsTlsRefusal(absl::string_view reason) {
          (absl::StrContains(reason, "SSL") &&
           absl::StrContains(reason, " alert "));
 }
+
+// How long records wait unacknowledged before the stall is told, and how
+// often it is told again.
+constexpr int64_t kStallReportUs = 10'000'000;
 
 }  // namespace
 
@@ -220,7 +225,7 @@ absl::Status RdKafkaSink::Produce(const Record& record, uint64_t ticket) {
       RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(ticket)), RD_KAFKA_V_END);
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    ++outstanding_;
+    if (outstanding_++ == 0) last_ack_us_ = RealClock()->NowMicros();
     return absl::OkStatus();
   }
   if (headers != nullptr) rd_kafka_headers_destroy(headers);
@@ -265,6 +270,11 @@ void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
     return;
   }
   --outstanding_;
+  if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    last_ack_us_ = RealClock()->NowMicros();
+    stall_reported_us_ = 0;
+    broker_errors_.clear();
+  }
   if (connection_trouble_ && msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
     connection_trouble_ = all_brokers_down_ = false;
     if (on_connection_state_) {
@@ -365,6 +375,17 @@ void RdKafkaSink::HandleError(int err, const char* reason) {
     default:
       return;
   }
+  if (reason != nullptr && err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+    // "127.0.0.1:9092/2: Connect to ... failed: Connection refused (after
+    // 0ms in state CONNECT)": that broker, and its error.
+    absl::string_view r(reason);
+    const size_t colon = r.find(": ");
+    if (colon != absl::string_view::npos) {
+      absl::string_view error = r.substr(colon + 2);
+      error = error.substr(0, error.find(" (after "));
+      broker_errors_[std::string(r.substr(0, colon))] = std::string(error);
+    }
+  }
   connection_trouble_ = true;
   // While all are down, each failed reconnect says why, under that name.
   if (on_connection_state_) {
@@ -417,7 +438,34 @@ int RdKafkaSink::Poll(int timeout_ms) {
   char drain[64];
   while (read(wake_[0], drain, sizeof(drain)) > 0) {
   }
-  return rd_kafka_poll(rk_, timeout_ms);
+  const int served = rd_kafka_poll(rk_, timeout_ms);
+  CheckStall();
+  return served;
+}
+
+void RdKafkaSink::CheckStall() {
+  if (outstanding_ == 0 || !on_connection_state_) return;
+  const int64_t now_us = RealClock()->NowMicros();
+  if (now_us - last_ack_us_ < kStallReportUs ||
+      (stall_reported_us_ != 0 &&
+       now_us - stall_reported_us_ < kStallReportUs)) {
+    return;
+  }
+  stall_reported_us_ = now_us;
+  std::string brokers;
+  for (const auto& [broker, error] : broker_errors_) {
+    absl::StrAppend(&brokers, brokers.empty() ? "" : ", ", broker, " (", error,
+                    ")");
+  }
+  connection_trouble_ = true;  // "producing to" again at the next delivery
+  on_connection_state_(
+      false,
+      absl::StrCat("not acknowledged by Kafka: ", outstanding_,
+                   " records waiting for ", (now_us - last_ack_us_) / 1000000,
+                   " s (acks=all: each partition needs its leader and "
+                   "min.insync.replicas in-sync replicas); ",
+                   brokers.empty() ? "every broker connection is up"
+                                   : absl::StrCat("failing: ", brokers)));
 }
 
 absl::Status RdKafkaSink::Flush(int timeout_ms) {

@@ -16,6 +16,15 @@
 // properties are refused as unsafe is decided at configuration load
 // (config/kafka_safety.h), not here.
 //
+// A stall is told too: once records have waited kStallReportMs with no
+// acknowledgement (Kafka retries for ever; on a cluster, below
+// min.insync.replicas or without a partition leader, nothing is
+// acknowledged however long the relay waits), on_connection_state hears
+// "not acknowledged by Kafka: N records waiting for S s ..." with the
+// brokers whose connections fail and their errors, every kStallReportMs
+// until a delivery succeeds (Poll() and the exactly-once commit's flush
+// check).
+//
 // With KafkaOptions::transactional_id set the producer is transactional
 // (kafka.exactly_once): Create() calls init_transactions (fencing any older
 // producer with that id; given up within a second of KafkaOptions::stop),
@@ -60,7 +69,9 @@ struct KafkaOptions {
   std::map<std::string, std::string> properties;
   // Told, on the polling thread, when the brokers become unreachable
   // (reachable false: "all brokers down: <librdkafka's reason>", "broker
-  // connection failing: <reason>") and when a delivery succeeds again
+  // connection failing: <reason>"), when records wait unacknowledged
+  // (reachable false: "not acknowledged by Kafka: ...", see above) and
+  // when a delivery succeeds again
   // (reachable true: "producing to <brokers>"): for the status page. May be
   // empty.
   std::function<void(bool reachable, absl::string_view state)>
@@ -124,6 +135,8 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   friend struct RdKafkaCallbacks;
   void HandleDelivery(const rd_kafka_message_s* msg);
   void HandleError(int err, const char* reason);
+  // The stall report (see the file comment), when one is due.
+  void CheckStall();
   // The producer's handle for a topic, made once per name (producing by
   // name would look it up under librdkafka's lock for every record).
   rd_kafka_topic_s* TopicHandle(const std::string& name);
@@ -153,6 +166,15 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   std::function<void(bool, absl::string_view)> on_connection_state_;
   bool connection_trouble_ = false;  // told, and no delivery since
   bool all_brokers_down_ = false;    // ... and librdkafka said all down
+  // Monotonic microseconds of the last acknowledgement, or of the produce
+  // that made outstanding_ non-zero; and of the last stall report (0: none
+  // since the last acknowledgement).
+  int64_t last_ack_us_ = 0;
+  int64_t stall_reported_us_ = 0;
+  // Each failing broker's last connection error (librdkafka's reason after
+  // "<broker>: ", without its "(after ...)" tail), since the last
+  // acknowledgement: for the stall report.
+  std::map<std::string, std::string> broker_errors_;
   int transaction_timeout_ms_ = 0;
   // The first failed delivery of a record produced outside the tickets
   // (ProduceInTransaction); CommitTransaction() fails with it.

@@ -88,6 +88,7 @@ absl::Status RdKafkaSink::CommitTransaction() {
   while (!txn_delivery_failed_ && rd_kafka_outq_len(rk_) > 0 &&
          clock->NowMicros() < deadline_us) {
     rd_kafka_flush(rk_, kCommitFlushSliceMs);
+    CheckStall();
   }
   if (txn_delivery_failed_) {
     // Failed reports also come from a fatal error (fenced): say that.
