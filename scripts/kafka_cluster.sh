@@ -38,7 +38,8 @@
 # advertised: what clients and the relay use), BROKER (replication) and
 # CONTROLLER (the quorum). DIR/nodeI holds its config, logs (server.log,
 # kafka.out), pid and data. Heap per node: OUTBOX_KAFKA_CLUSTER_HEAP
-# (default 384m). The version is OUTBOX_KAFKA_VERSION's (3.9 or 4.4, jars
+# (default 384m); more JVM options: OUTBOX_KAFKA_CLUSTER_JVM_OPTS (default
+# -XX:TieredStopAtLevel=1; set it empty for the JVM's defaults). The version is OUTBOX_KAFKA_VERSION's (3.9 or 4.4, jars
 # and logging as scripts/kafka.sh's: lib.sh); DIR remembers it, so every
 # later command runs the same one.
 # `partition` and `heal` need root (iptables); each rule carries the comment
@@ -51,6 +52,9 @@ cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "$usage"
 shift 2
 HEAP="${OUTBOX_KAFKA_CLUSTER_HEAP:-384m}"
+# C1 only: a node starts on about half the CPU (the machines the tests run
+# on have 2 cores for 3 nodes), and a test cluster carries little.
+JVM_OPTS="${OUTBOX_KAFKA_CLUSTER_JVM_OPTS--XX:TieredStopAtLevel=1}"
 # The version: the one DIR's cluster was started with, else the
 # environment's (OUTBOX_KAFKA_VERSION, kafka_version in lib.sh).
 if [ "$cmd" != start ] && [ -f "$dir/version" ]; then
@@ -74,7 +78,7 @@ running() {
   local node; node=$(node_dir "$1")
   [ -f "$node/pid" ] || return 1
   local pid; pid=$(cat "$node/pid")
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$node/server.properties"
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$node/server.properties"
 }
 
 # kill_node I: SIGKILL node I if it runs (never a reused pid), wait until
@@ -173,7 +177,7 @@ start() {
       kafka_format "$VERSION" "$(node_dir "$i")" "$id" & pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p" || die "kafka storage format failed in $dir"; done
-    for i in $(nodes); do kafka_launch "$VERSION" "$(node_dir "$i")" "$HEAP"; done
+    for i in $(nodes); do kafka_launch "$VERSION" "$(node_dir "$i")" "$HEAP" $JVM_OPTS; done
     # The admin tool compiles while the nodes start (javac through java:
     # a Java runtime without the javac command will do).
     [ -f "$dir/tools/ClusterAdmin.class" ] ||
@@ -320,7 +324,7 @@ restart_node() {
     log "node $1 is running; waiting until it serves"
   else
     kafka_need_jars "$VERSION" || exit 1
-    kafka_launch "$VERSION" "$node" "$HEAP"
+    kafka_launch "$VERSION" "$node" "$HEAP" $JVM_OPTS
   fi
   kafka_wait_ready "$node" 180 ||
     die "node $1 did not restart: $(kafka_failure "$node")"

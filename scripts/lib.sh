@@ -297,15 +297,16 @@ kafka_format() {
     die "kafka storage format failed: $(tail -1 "$node/format.log")"
 }
 
-# kafka_launch V NODE HEAP: starts the node in the background (pid in
-# NODE/pid) and returns at once; kafka_wait_ready tells when it serves.
+# kafka_launch V NODE HEAP [JVM_OPTION...]: starts the node in the
+# background (pid in NODE/pid) and returns at once; kafka_wait_ready tells
+# when it serves.
 kafka_launch() {
-  local v=$1 node=$2 heap=$3
+  local v=$1 node=$2 heap=$3; shift 3
   # Readiness is read from server.log; keep earlier runs' lines apart.
   if [ -f "$node/server.log" ]; then cat "$node/server.log" >>"$node/server.log.old"; : >"$node/server.log"; fi
   # setsid: the broker gets its own process group so 'stop' can end it and
   # nothing it started, whatever shell started us.
-  setsid java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC \
+  setsid java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC "$@" \
     "$(kafka_log_opt "$v" "$node/log.properties")" \
     -cp "$(kafka_libs "$v")/*" kafka.Kafka "$node/server.properties" \
     >>"$node/kafka.out" 2>&1 </dev/null &
