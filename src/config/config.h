@@ -97,6 +97,8 @@ struct PostgresConfig {
   int64_t status_interval_ms = 1000;
   int64_t read_coalesce_us = 1000;
   int64_t connect_timeout_s = 10;
+  // The replication connection's TCP_USER_TIMEOUT (ReplicationOptions).
+  int64_t tcp_user_timeout_ms = 60000;
   int64_t reconnect_backoff_initial_ms = 500;
   int64_t reconnect_backoff_max_ms = 30000;
   // A standby (the slot is held by another instance) tries it this often,

@@ -161,6 +161,15 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global(
       "postgres.connect_timeout_s", G(postgres.connect_timeout_s),
       "libpq connect_timeout for each connection attempt; 0 waits forever"));
+  add(Global("postgres.tcp_user_timeout_ms", G(postgres.tcp_user_timeout_ms),
+             "the replication connection's libpq tcp_user_timeout: a "
+             "connection whose packets are dropped (half-open: a network "
+             "partition, a host gone without closing it) fails after this "
+             "long without acknowledgement and the relay reconnects, where "
+             "keepalives alone would wait for tcp_retries2 (about 15 min); "
+             "0 is the system's default")
+          .Min(0)
+          .For(kRelayOnly));
   add(Global("postgres.reconnect_backoff_initial_ms",
              G(postgres.reconnect_backoff_initial_ms),
              "first delay before reconnecting after a lost connection")

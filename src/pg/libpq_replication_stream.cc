@@ -50,6 +50,7 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
   connect.conninfo = options.conninfo;
   connect.application_name = options.application_name;
   connect.connect_timeout_s = options.connect_timeout_s;
+  connect.tcp_user_timeout_ms = options.tcp_user_timeout_ms;
   connect.replication = true;
   connect.settings = kServerSettings;
   absl::StatusOr<std::unique_ptr<PgConnection>> conn =

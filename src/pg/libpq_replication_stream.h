@@ -69,6 +69,10 @@ struct ReplicationOptions {
   // START_REPLICATION options and hints). Not owned; required.
   OutputPlugin* plugin = nullptr;
   int connect_timeout_s = 10;  // libpq connect_timeout; 0 waits for ever
+  // PgConnectOptions::tcp_user_timeout_ms: with a status update every
+  // status_interval_ms, a connection whose path dropped (half-open) fails
+  // within about this long, and the relay reconnects.
+  int tcp_user_timeout_ms = 60000;
   // application_name shown in pg_stat_replication.
   std::string application_name = "outbox-relay";
 };

@@ -177,14 +177,18 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(
   ASSIGN_OR_RETURN(std::string server_options,
                    MergedOptions(options.conninfo, options.settings));
   const std::string timeout = std::to_string(options.connect_timeout_s);
+  const std::string user_timeout = std::to_string(options.tcp_user_timeout_ms);
   // The conninfo is expanded first; later keys override it. An empty
   // options value would clear PGOPTIONS, so it is passed only when set.
-  std::vector<const char*> keys = {"dbname", "fallback_application_name",
-                                   "connect_timeout", "keepalives_idle",
-                                   "keepalives_interval"};
+  std::vector<const char*> keys = {
+      "dbname",          "fallback_application_name", "connect_timeout",
+      "keepalives_idle", "keepalives_interval",       "tcp_user_timeout"};
   std::vector<const char*> values = {options.conninfo.c_str(),
                                      options.application_name.c_str(),
-                                     timeout.c_str(), "10", "5"};
+                                     timeout.c_str(),
+                                     "10",
+                                     "5",
+                                     user_timeout.c_str()};
   if (options.replication) {
     keys.push_back("replication");
     values.push_back("database");

@@ -5,8 +5,9 @@
 // says what to do.
 //
 // Connect() expands `conninfo` (keyword string or URI; "" = the PG*
-// environment) and then sets: connect_timeout, TCP keepalives (so a dead
-// peer fails a query instead of hanging it), fallback_application_name,
+// environment) and then sets: connect_timeout, TCP keepalives and
+// tcp_user_timeout (so a dead peer or path fails a query, or a stream that
+// sends status updates, instead of hanging it), fallback_application_name,
 // replication=database when asked, and `settings` appended to the user's
 // own `options` (from the conninfo, else PGOPTIONS), so ours win where both
 // set a parameter and the user's others still apply.
@@ -42,6 +43,12 @@ struct PgConnectOptions {
   std::string conninfo;
   std::string application_name;  // fallback_application_name
   int connect_timeout_s = 10;    // 0 waits for ever
+  // libpq tcp_user_timeout (TCP_USER_TIMEOUT): the kernel closes the
+  // connection when data it sent stays unacknowledged this long. Keepalives
+  // alone never end a half-open connection the client writes to (a dropped
+  // path, a peer gone without a FIN): unacknowledged data suspends them, and
+  // only tcp_retries2 (about 15 minutes) would. 0: the system's default.
+  int tcp_user_timeout_ms = 60000;
   bool replication = false;  // a walsender connection (replication=database)
   // Server settings as "-c name=value" words, after the user's options.
   std::string settings;

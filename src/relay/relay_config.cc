@@ -48,6 +48,7 @@ ReplicationOptions StreamOptions(const Config& config, const Router& router) {
   o.create_slot = config.postgres.create_slot;
   o.failover_slot = config.postgres.failover_slot;
   o.connect_timeout_s = static_cast<int>(config.postgres.connect_timeout_s);
+  o.tcp_user_timeout_ms = static_cast<int>(config.postgres.tcp_user_timeout_ms);
   for (const auto& t : router.RequiredColumns()) {
     o.tables.push_back({t.schema, t.table, t.columns});
   }

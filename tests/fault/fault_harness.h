@@ -155,6 +155,11 @@ class FaultHarness : public ::testing::TestWithParam<System> {
   // (a test on another cluster overrides it).
   virtual std::string Brokers() const { return env_->kafka_brokers(); }
 
+  // The PostgreSQL the system under test connects to: the suite's (a test
+  // that cuts only the system's path overrides it; the writers and the
+  // audit keep the suite's).
+  virtual std::string SystemConninfo() const { return env_->pg_conninfo(); }
+
   std::vector<std::string> CommonArgs() {
     return {"--pg",    env_->pg_conninfo(), "--kafka",
             Brokers(), "--tables",          "public." + table_};
@@ -168,6 +173,7 @@ class FaultHarness : public ::testing::TestWithParam<System> {
   Process* StartRelay(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {BinaryPath(Binary(GetParam()))};
     for (auto& a : CommonArgs()) args.push_back(a);
+    args[2] = SystemConninfo();  // --pg's value
     for (auto& a :
          std::vector<std::string>{"--set", "log.progress_interval_s=2", "--set",
                                   "postgres.reconnect_backoff_max_ms=1000",
