@@ -36,36 +36,12 @@ source "$(dirname "$0")/lib.sh"
 
 cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl DIR"
-LIBS="$OUTBOX_CACHE/kafka/libs"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
 
-# The broker's own jar (kafka.Kafka, kafka.tools.StorageTool) must be there,
-# or java would start and die on a ClassNotFoundException.
-need_jars() {
-  compgen -G "$LIBS/kafka_*.jar" >/dev/null ||
-    die "no Kafka jars in $LIBS (OUTBOX_CACHE=$OUTBOX_CACHE): scripts/setup.sh fetches them"
-}
-
 launch() {
-  need_jars
-  # Readiness is read from server.log; keep earlier runs' lines apart.
-  if [ -f "$dir/server.log" ]; then cat "$dir/server.log" >>"$dir/server.log.old"; : >"$dir/server.log"; fi
-  # setsid: the broker gets its own process group so 'stop' can end it and
-  # nothing it started, whatever shell started us.
-  setsid java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC \
-    -Dlog4j.configuration="file:$dir/log4j.properties" \
-    -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
-    >>"$dir/kafka.out" 2>&1 </dev/null &
-  echo $! >"$dir/pid"
-  local port; port=$(cat "$dir/port")
-  local deadline=$((SECONDS + 90))
-  until grep -q 'Kafka Server started' "$dir/server.log" 2>/dev/null; do
-    if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then return 1; fi
-    [ $SECONDS -lt $deadline ] || { stop_broker; return 1; }
-    sleep 0.2
-  done
-  # Started is logged before the listener has metadata for clients; ask it.
-  wait_for 60 kcat -b "127.0.0.1:$port" -L -m 5 || return 1
+  kafka_need_jars
+  kafka_launch "$dir" "$HEAP"
+  kafka_wait_ready "$dir" 90 || { stop_broker; return 1; }
 }
 
 # extra_listeners: for each entry of OUTBOX_KAFKA_LISTENERS its port (a free
@@ -91,35 +67,29 @@ extra_listeners() {
 write_config() {
   local port=$1 cport=$2
   extra_listeners
-  cat >"$dir/server.properties" <<PROPS
-process.roles=broker,controller
+  {
+    kafka_base_properties
+    cat <<PROPS
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport$extra_l
 advertised.listeners=PLAINTEXT://127.0.0.1:$port$extra_l
-controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$extra_map
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/data
-num.partitions=3
 offsets.topic.replication.factor=1
-offsets.topic.num.partitions=3
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=3
-group.initial.rebalance.delay.ms=0
-auto.create.topics.enable=true
-log.flush.interval.messages=9223372036854775807
 PROPS
+  } >"$dir/server.properties"
   if [ -n "${OUTBOX_KAFKA_PROPERTIES:-}" ]; then
     cat "$OUTBOX_KAFKA_PROPERTIES" >>"$dir/server.properties"
   fi
-  log4j_to_file "$dir/server.log" kafka=INFO org.apache.kafka=INFO >"$dir/log4j.properties"
+  kafka_node_files "$dir"
 }
 
 start() {
-  command -v java >/dev/null || die "java not found: run scripts/setup.sh"
-  need_jars
+  kafka_need_jars
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
   local tries=0 port cport
@@ -128,20 +98,14 @@ start() {
     [ "$port" != "$cport" ] || continue
     echo "$port" >"$dir/port"
     write_config "$port" "$cport"
-    rm -rf "$dir/data"
     local format_args=()
     if [ -n "${OUTBOX_KAFKA_FORMAT_ARGS:-}" ]; then
       mapfile -t format_args <<<"$OUTBOX_KAFKA_FORMAT_ARGS"
     fi
-    java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.tools.StorageTool format -t "$(java -cp "$LIBS/*" \
-      -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)" \
-      -c "$dir/server.properties" "${format_args[@]}" >"$dir/format.log" 2>&1 ||
-      die "kafka storage format failed: $(tail -1 "$dir/format.log")"
+    kafka_format "$dir" "$(kafka_random_uuid "$dir")" "${format_args[@]}"
     launch && break
     tries=$((tries + 1))
-    [ $tries -lt 3 ] || die "kafka did not start: $(grep -m1 -E 'ERROR|Exception' "$dir/kafka.out" "$dir/server.log" 2>/dev/null)"
+    [ $tries -lt 3 ] || die "kafka did not start: $(kafka_failure "$dir")"
   done
   echo "OUTBOX_KAFKA_DIR=$dir"
   echo "OUTBOX_KAFKA_BROKERS=127.0.0.1:$port"
@@ -163,18 +127,15 @@ case $cmd in
   stop) [ -d "$dir" ] || exit 0; stop_broker; rm -rf "$dir" ;;
   kill)
     [ -f "$dir/pid" ] || die "no broker in $dir"
-    pid=$(cat "$dir/pid"); kill -KILL "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    rm -f "$dir/pid" ;;
+    kafka_kill "$dir" ;;
   restart)
     stop_broker
     dir=$(cd "$dir" && pwd)
     launch || die "kafka did not restart: $(tail -3 "$dir/kafka.out")" ;;
   acl)
     shift 2
-    need_jars
-    java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.admin.AclCommand --bootstrap-server "127.0.0.1:$(cat "$dir/port")" \
+    kafka_need_jars
+    kafka_java "$dir" kafka.admin.AclCommand --bootstrap-server "127.0.0.1:$(cat "$dir/port")" \
       "$@" ;;
   *) die "usage: $0 start|stop|kill|restart|acl DIR" ;;
 esac

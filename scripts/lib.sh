@@ -121,6 +121,118 @@ kafka_fetch() {
   sha256sum "$pom" >"$stamp"
 }
 
+# --- A Kafka node: what scripts/kafka.sh's single broker and each node of
+# scripts/kafka_cluster.sh share. A node lives in a folder NODE (config,
+# logs, pid, data); NODE/port is its client (PLAINTEXT) port.
+KAFKA_LIBS="$OUTBOX_CACHE/kafka/libs"
+
+# kafka_need_jars: the broker's own jar (kafka.Kafka, kafka.tools.StorageTool)
+# must be there, or java would start and die on a ClassNotFoundException.
+kafka_need_jars() {
+  command -v java >/dev/null || die "java not found: run scripts/setup.sh"
+  compgen -G "$KAFKA_LIBS/kafka_*.jar" >/dev/null ||
+    die "no Kafka jars in $KAFKA_LIBS (OUTBOX_CACHE=$OUTBOX_CACHE): scripts/setup.sh fetches them"
+}
+
+# kafka_version: the broker's version, from its jar's name (3.9.1, 4.1.1).
+kafka_version() {
+  local jar
+  for jar in "$KAFKA_LIBS"/kafka_2.13-*.jar; do
+    jar=${jar##*/kafka_2.13-}; jar=${jar%.jar}
+    [[ "$jar" =~ ^[0-9.]+$ ]] && { echo "$jar"; return 0; }
+  done
+  return 1
+}
+
+# kafka_java NODE CLASS ARGS...: runs a class of the broker's jars with
+# NODE's logging config (kafka_node_files writes it).
+kafka_java() {
+  local node=$1; shift
+  java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$node/log4j.properties" "$@"
+}
+
+# kafka_base_properties: the server.properties lines every node has (KRaft,
+# broker and controller in one process); the caller adds node.id, the
+# quorum, listeners, log.dirs and replication.
+kafka_base_properties() {
+  cat <<PROPS
+process.roles=broker,controller
+controller.listener.names=CONTROLLER
+num.partitions=3
+offsets.topic.num.partitions=3
+transaction.state.log.num.partitions=3
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+log.flush.interval.messages=9223372036854775807
+PROPS
+}
+
+# kafka_node_files NODE: NODE/log4j.properties (everything at INFO to
+# NODE/server.log); NODE/server.properties is the caller's.
+kafka_node_files() {
+  log4j_to_file "$1/server.log" kafka=INFO org.apache.kafka=INFO >"$1/log4j.properties"
+}
+
+# kafka_random_uuid NODE: a new cluster id.
+kafka_random_uuid() {
+  kafka_java "$1" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1
+}
+
+# kafka_format NODE CLUSTER_ID [ARGS...]: formats NODE/data for
+# NODE/server.properties; the tool's output in NODE/format.log.
+kafka_format() {
+  local node=$1 id=$2; shift 2
+  rm -rf "$node/data"
+  kafka_java "$node" kafka.tools.StorageTool format -t "$id" \
+    -c "$node/server.properties" "$@" >"$node/format.log" 2>&1 ||
+    die "kafka storage format failed: $(tail -1 "$node/format.log")"
+}
+
+# kafka_launch NODE HEAP: starts the node in the background (pid in
+# NODE/pid) and returns at once; kafka_wait_ready tells when it serves.
+kafka_launch() {
+  local node=$1 heap=$2
+  # Readiness is read from server.log; keep earlier runs' lines apart.
+  if [ -f "$node/server.log" ]; then cat "$node/server.log" >>"$node/server.log.old"; : >"$node/server.log"; fi
+  # setsid: the broker gets its own process group so 'stop' can end it and
+  # nothing it started, whatever shell started us.
+  setsid java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC \
+    -Dlog4j.configuration="file:$node/log4j.properties" \
+    -cp "$KAFKA_LIBS/*" kafka.Kafka "$node/server.properties" \
+    >>"$node/kafka.out" 2>&1 </dev/null &
+  echo $! >"$node/pid"
+}
+
+# kafka_wait_ready NODE SECONDS: until the node logged that it started and
+# answers a metadata request on its client port; fails at once when it
+# died, or after SECONDS.
+kafka_wait_ready() {
+  local node=$1 deadline=$((SECONDS + $2)) pid; pid=$(cat "$node/pid")
+  until grep -q 'Kafka Server started' "$node/server.log" 2>/dev/null; do
+    kill -0 "$pid" 2>/dev/null || return 1
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.2
+  done
+  # Started is logged before the listener has metadata for clients; ask it.
+  wait_for $((deadline - SECONDS > 10 ? deadline - SECONDS : 10)) \
+    kcat -b "127.0.0.1:$(cat "$node/port")" -L -m 5
+}
+
+# kafka_kill NODE: SIGKILLs the node and waits until it is gone; its data
+# stays. Nothing when it is not running.
+kafka_kill() {
+  [ -f "$1/pid" ] || return 0
+  local pid; pid=$(cat "$1/pid")
+  kill -KILL "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  rm -f "$1/pid"
+}
+
+# kafka_failure NODE: the first error line a node that did not start left.
+kafka_failure() {
+  grep -h -m1 -E 'ERROR|Exception' "$1/kafka.out" "$1/server.log" 2>/dev/null | head -1
+}
+
 # Debian 12 packages: what building the three binaries needs (their runtime
 # libraries come with the -dev packages), and what the throwaway servers of
 # the quick start and the tests need (a Java runtime for Kafka is added by

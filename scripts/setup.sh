@@ -21,6 +21,7 @@ APT_PACKAGES=(
   file  # cpack's dpkg-shlibdeps (the Debian package's Depends)
   podman runc debootstrap  # the container image and package tests
   catatonit  # the infra (pause) container of podman kube play (tests/helm/kube_play_test.sh)
+  iptables  # scripts/kafka_cluster.sh partition (the cluster tests' network faults)
   $(java_package)
 )
 # Maven may come from elsewhere on the machine; Debian's otherwise
