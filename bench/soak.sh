@@ -154,6 +154,7 @@ kdir=$work/cluster
 eval "$(OUTBOX_KAFKA_CLUSTER_HEAP=$heap "$OUTBOX_ROOT/scripts/kafka_cluster.sh" start "$kdir" "$nodes")"
 brokers=$OUTBOX_KAFKA_CLUSTER_BROKERS
 echo "kafka=${OUTBOX_KAFKA_CLUSTER_VERSION:-?} brokers=$brokers" >>"$out/params"
+status "kafka_version=${OUTBOX_KAFKA_CLUSTER_VERSION:-?}"
 log "cluster of $nodes up (Kafka ${OUTBOX_KAFKA_CLUSTER_VERSION:-?}): $brokers"
 cluster() { OUTBOX_KAFKA_CLUSTER_HEAP=$heap "$OUTBOX_ROOT/scripts/kafka_cluster.sh" "$1" "$kdir" "${@:2}"; }
 

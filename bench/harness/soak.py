@@ -17,8 +17,10 @@
       start (the first sample after S seconds of warm-up), end and max, fds
       at start and end, and their growth (least-squares slope over the
       samples after warm-up, per hour), then a line per fault: its kind,
-      nodes, how long it took, and the slot's largest lag from its start to
-      the next fault's (or the end). --json prints it as one object.
+      nodes, how long it took, the slot's largest lag from its start to
+      the next fault's (or the end), and how long after the fault's end the
+      slot's lag was first under 1 MiB again (caught up; none when it was
+      not before the next fault). --json prints it as one object.
 """
 
 import argparse
@@ -46,6 +48,8 @@ METRICS = {
     "reconnects": "outbox_relay_reconnects_total",
     "ready": "outbox_relay_ready",
 }
+# A fault's end is caught up once the slot lags less than this again.
+CAUGHT_UP_BYTES = 1 << 20
 PROC = ["rss_kib", "hwm_kib", "cpu_s", "fds", "threads"]
 COLUMNS = (["time", "elapsed_s"] + PROC + ["slot_lag_bytes", "slot_active"]
            + list(METRICS))
@@ -217,11 +221,14 @@ def summarize(d, warmup):
         a = t_first + float(fl["elapsed_s"])
         b = (t_first + float(faults[i + 1]["elapsed_s"]) if i + 1 < len(faults)
              else float("inf"))
-        lags = [int(r["slot_lag_bytes"]) for r in rows
-                if a <= float(r["time"]) < b and r["slot_lag_bytes"]]
+        took = iso_s(fl["end_utc"]) - iso_s(fl["start_utc"])
+        window = [(float(r["time"]), int(r["slot_lag_bytes"])) for r in rows
+                  if a <= float(r["time"]) < b and r["slot_lag_bytes"]]
+        caught = [t for t, lag in window if t >= a + took and lag < CAUGHT_UP_BYTES]
         per.append({"at_s": int(float(fl["elapsed_s"])), "kind": fl["kind"],
-                    "nodes": fl["nodes"], "took_s": iso_s(fl["end_utc"]) - iso_s(fl["start_utc"]),
-                    "max_slot_lag_bytes": max(lags) if lags else None,
+                    "nodes": fl["nodes"], "took_s": took,
+                    "max_slot_lag_bytes": max(lag for _, lag in window) if window else None,
+                    "caught_up_s": round(caught[0] - (a + took)) if caught else None,
                     "detail": fl["detail"]})
     s["fault_list"] = per
     return s
@@ -245,7 +252,8 @@ def summary(a):
         print(f"{k:<{w}}  {v}")
     for f in per:
         print(f"fault at {f['at_s']:>5} s  {f['kind']:<16} nodes {f['nodes']:<6} took {f['took_s']:>4} s"
-              f"  max slot lag {f['max_slot_lag_bytes']} B  {f['detail']}")
+              f"  max slot lag {f['max_slot_lag_bytes']} B  caught up {f['caught_up_s']} s after"
+              f"  {f['detail']}")
 
 
 def main(argv):
