@@ -58,7 +58,7 @@
 # DIR (default bench/soak-out) also holds relay.log, loadgen.json,
 # audit.json, params and, on failure, the cluster's logs. A long run that
 # must outlive its terminal:
-#   setsid nohup bench/soak.sh --duration 65m --seed 34 --out /tmp/soak \
+#   setsid nohup bench/soak.sh --duration 65m --seed 44 --out /tmp/soak \
 #     >/tmp/soak/run.log 2>&1 &
 # OUTBOX_BUILD_DIR picks the build (default build, Release);
 # OUTBOX_KAFKA_VERSION the cluster's Kafka (kafka_cluster.sh's default);
