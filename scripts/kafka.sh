@@ -8,7 +8,7 @@
 #   scripts/kafka.sh kill DIR    SIGKILL the broker, keep its data (for faults)
 #   scripts/kafka.sh restart DIR start a killed/stopped broker again on the
 #                                same port and data
-#   scripts/kafka.sh acl DIR ARGS...  kafka-acls (kafka.admin.AclCommand)
+#   scripts/kafka.sh acl DIR ARGS...  kafka-acls (AclCommand)
 #                                against the broker's PLAINTEXT listener,
 #                                e.g. --add --allow-principal User:relay
 #                                --operation Write --topic t
@@ -27,20 +27,33 @@
 #        per line (e.g. --add-scram and its SCRAM-SHA-512=[...] value)
 # They are remembered in DIR, so 'restart' brings the same broker back; the
 # PLAINTEXT listener stays, and readiness is checked on it.
+#   OUTBOX_KAFKA_VERSION  the broker's version: 3.9 (default) or 4.4 (see
+#        kafka_version in lib.sh); 'start' prints OUTBOX_KAFKA_VERSION=<V>
+#        and keeps it in DIR for the other commands
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
-# scripts/kafka/pom.xml) into $OUTBOX_CACHE/kafka/libs (OUTBOX_CACHE defaults
-# to .cache in the checkout; a git worktree has none of its own, so point it
-# at one that has the jars). Needs Java 17.
+# scripts/kafka/<version>/pom.xml) into $OUTBOX_CACHE/kafka/<version>/libs
+# (OUTBOX_CACHE defaults to .cache in the checkout; a git worktree has none
+# of its own, so point it at one that has the jars). Needs Java 17.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl DIR"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
+# The version: the one DIR's broker was started with, else the environment's.
+if [ "$cmd" != start ] && [ -f "$dir/version" ]; then
+  VERSION=$(kafka_version "$(cat "$dir/version")") || exit 1
+else
+  VERSION=$(kafka_version) || exit 1
+fi
+
+# The broker's own jar must be there, or java would start and die on a
+# ClassNotFoundException.
+need_jars() { kafka_need_jars "$VERSION" || exit 1; }
 
 launch() {
-  kafka_need_jars
-  kafka_launch "$dir" "$HEAP"
+  need_jars
+  kafka_launch "$VERSION" "$dir" "$HEAP"
   kafka_wait_ready "$dir" 90 || { stop_broker; return 1; }
 }
 
@@ -85,13 +98,15 @@ PROPS
   if [ -n "${OUTBOX_KAFKA_PROPERTIES:-}" ]; then
     cat "$OUTBOX_KAFKA_PROPERTIES" >>"$dir/server.properties"
   fi
-  kafka_node_files "$dir"
+  kafka_node_files "$VERSION" "$dir"
 }
 
 start() {
-  kafka_need_jars
+  command -v java >/dev/null || die "java not found: run scripts/setup.sh"
+  need_jars
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
+  echo "$VERSION" >"$dir/version"
   local tries=0 port cport
   while :; do
     port=$(free_port); cport=$(free_port)
@@ -102,12 +117,13 @@ start() {
     if [ -n "${OUTBOX_KAFKA_FORMAT_ARGS:-}" ]; then
       mapfile -t format_args <<<"$OUTBOX_KAFKA_FORMAT_ARGS"
     fi
-    kafka_format "$dir" "$(kafka_random_uuid "$dir")" "${format_args[@]}"
+    kafka_format "$VERSION" "$dir" "$(kafka_random_uuid "$VERSION" "$dir")" "${format_args[@]}"
     launch && break
     tries=$((tries + 1))
     [ $tries -lt 3 ] || die "kafka did not start: $(kafka_failure "$dir")"
   done
   echo "OUTBOX_KAFKA_DIR=$dir"
+  echo "OUTBOX_KAFKA_VERSION=$VERSION"
   echo "OUTBOX_KAFKA_BROKERS=127.0.0.1:$port"
   local entry name listeners=${OUTBOX_KAFKA_LISTENERS:-}
   for entry in ${listeners//,/ }; do
@@ -134,8 +150,9 @@ case $cmd in
     launch || die "kafka did not restart: $(tail -3 "$dir/kafka.out")" ;;
   acl)
     shift 2
-    kafka_need_jars
-    kafka_java "$dir" kafka.admin.AclCommand --bootstrap-server "127.0.0.1:$(cat "$dir/port")" \
-      "$@" ;;
+    need_jars
+    kafka_java "$VERSION" "$dir/log.properties" \
+      "$(kafka_tool_class "$VERSION" AclCommand)" \
+      --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@" ;;
   *) die "usage: $0 start|stop|kill|restart|acl DIR" ;;
 esac

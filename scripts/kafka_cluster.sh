@@ -38,7 +38,10 @@
 # advertised: what clients and the relay use), BROKER (replication) and
 # CONTROLLER (the quorum). DIR/nodeI holds its config, logs (server.log,
 # kafka.out), pid and data. Heap per node: OUTBOX_KAFKA_CLUSTER_HEAP
-# (default 384m). The jars are scripts/kafka.sh's ($OUTBOX_CACHE/kafka/libs).
+# (default 384m); more JVM options: OUTBOX_KAFKA_CLUSTER_JVM_OPTS (default
+# -XX:TieredStopAtLevel=1; set it empty for the JVM's defaults). The version is OUTBOX_KAFKA_VERSION's (3.9 or 4.4, jars
+# and logging as scripts/kafka.sh's: lib.sh); DIR remembers it, so every
+# later command runs the same one.
 # `partition` and `heal` need root (iptables); each rule carries the comment
 # outbox-kafka-cluster:<hash of DIR>:<I>, and only such rules are removed.
 set -euo pipefail
@@ -49,6 +52,16 @@ cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "$usage"
 shift 2
 HEAP="${OUTBOX_KAFKA_CLUSTER_HEAP:-384m}"
+# C1 only: a node starts on about half the CPU (the machines the tests run
+# on have 2 cores for 3 nodes), and a test cluster carries little.
+JVM_OPTS="${OUTBOX_KAFKA_CLUSTER_JVM_OPTS--XX:TieredStopAtLevel=1}"
+# The version: the one DIR's cluster was started with, else the
+# environment's (OUTBOX_KAFKA_VERSION, kafka_version in lib.sh).
+if [ "$cmd" != start ] && [ -f "$dir/version" ]; then
+  VERSION=$(kafka_version "$(cat "$dir/version")") || exit 1
+else
+  VERSION=$(kafka_version) || exit 1
+fi
 
 node_dir() { echo "$dir/node$1"; }
 nodes() { seq 1 "$(cat "$dir/nodes")"; }
@@ -65,7 +78,7 @@ running() {
   local node; node=$(node_dir "$1")
   [ -f "$node/pid" ] || return 1
   local pid; pid=$(cat "$node/pid")
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$node/server.properties"
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$node/server.properties"
 }
 
 # kill_node I: SIGKILL node I if it runs (never a reused pid), wait until
@@ -93,9 +106,9 @@ metadata() {
 
 # admin CMD ARGS...: scripts/kafka/ClusterAdmin.java (compiled by start).
 admin() {
-  java -cp "$KAFKA_LIBS/*:$dir/tools" \
-    -Dlog4j.configuration="file:$dir/tools/log4j.properties" \
-    ClusterAdmin "$1" "$(bootstrap)" "${@:2}"
+  kafka_need_jars "$VERSION" || exit 1
+  java -cp "$(kafka_libs "$VERSION")/*:$dir/tools" \
+    "$(kafka_log_opt "$VERSION" "$dir/tools/log.properties")" ClusterAdmin "$1" "$(bootstrap)" "${@:2}"
 }
 
 write_config() {  # I N VOTERS
@@ -119,7 +132,7 @@ transaction.state.log.min.isr=$isr
 unclean.leader.election.enable=false
 PROPS
   } >"$node/server.properties"
-  kafka_node_files "$node"
+  kafka_node_files "$VERSION" "$node"
 }
 
 # ports N: three distinct free ports for each node (client, broker,
@@ -141,31 +154,35 @@ ports() {
 start() {
   local n=${1:-3}
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "N must be a number of nodes, not '$n'"
-  kafka_need_jars
+  command -v java >/dev/null || die "java not found: run scripts/setup.sh"
+  kafka_need_jars "$VERSION" || exit 1
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
   echo "$n" >"$dir/nodes"
+  # Later commands (restart) run the version the cluster started with,
+  # whatever the environment says then.
+  echo "$VERSION" >"$dir/version"
   # A start that fails leaves no node running (DIR stays, with the logs).
   trap 'for i in $(nodes); do kill_node "$i"; done' EXIT
   mkdir -p "$dir/tools"
-  kafka_node_files "$dir/tools"
+  kafka_node_files "$VERSION" "$dir/tools"
   local i tries=0 voters id pids
   for i in $(seq 1 "$n"); do mkdir -p "$(node_dir "$i")"; done
   while :; do
     voters=$(ports "$n")
     for i in $(nodes); do write_config "$i" "$n" "$voters"; done
-    id=$(kafka_random_uuid "$dir/node1")
+    id=$(kafka_random_uuid "$VERSION" "$dir/node1")
     pids=()
     for i in $(nodes); do
-      kafka_format "$(node_dir "$i")" "$id" & pids+=($!)
+      kafka_format "$VERSION" "$(node_dir "$i")" "$id" & pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p" || die "kafka storage format failed in $dir"; done
-    for i in $(nodes); do kafka_launch "$(node_dir "$i")" "$HEAP"; done
+    for i in $(nodes); do kafka_launch "$VERSION" "$(node_dir "$i")" "$HEAP" $JVM_OPTS; done
     # The admin tool compiles while the nodes start (javac through java:
     # a Java runtime without the javac command will do).
     [ -f "$dir/tools/ClusterAdmin.class" ] ||
       java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$dir/tools" \
-        -cp "$(compgen -G "$KAFKA_LIBS/kafka-clients-*.jar" | head -1)" \
+        -cp "$(compgen -G "$(kafka_libs "$VERSION")/kafka-clients-*.jar" | head -1)" \
         "$OUTBOX_ROOT/scripts/kafka/ClusterAdmin.java" >"$dir/tools/javac.log" 2>&1 ||
       die "could not compile scripts/kafka/ClusterAdmin.java: $(head -1 "$dir/tools/javac.log")"
     local ok=1
@@ -186,7 +203,7 @@ start() {
   {
     echo "OUTBOX_KAFKA_CLUSTER_DIR=$dir"
     echo "OUTBOX_KAFKA_CLUSTER_BROKERS=$(IFS=,; echo "${brokers[*]}")"
-    echo "OUTBOX_KAFKA_CLUSTER_VERSION=$(kafka_version)"
+    echo "OUTBOX_KAFKA_CLUSTER_VERSION=$(kafka_release "$VERSION")"
   } | tee "$dir/env"
   trap - EXIT
   log "kafka cluster of $n ready: kcat -b $(IFS=,; echo "${brokers[*]}") -L"
@@ -306,8 +323,8 @@ restart_node() {
   if running "$1"; then
     log "node $1 is running; waiting until it serves"
   else
-    kafka_need_jars
-    kafka_launch "$node" "$HEAP"
+    kafka_need_jars "$VERSION" || exit 1
+    kafka_launch "$VERSION" "$node" "$HEAP" $JVM_OPTS
   fi
   kafka_wait_ready "$node" 180 ||
     die "node $1 did not restart: $(kafka_failure "$node")"

@@ -103,53 +103,159 @@ pg_select() {
   fi
 }
 
-# kafka_fetch: puts the Apache Kafka broker's jars into $OUTBOX_CACHE/kafka/libs:
-# the runtime classpath of scripts/kafka/pom.xml, resolved by Maven from Maven
-# Central. Skipped while the pom is the one those jars were fetched for.
-kafka_fetch() {
-  local libs="$OUTBOX_CACHE/kafka/libs" pom="$OUTBOX_ROOT/scripts/kafka/pom.xml"
-  local stamp="$OUTBOX_CACHE/kafka/pom.sha256"
-  if [ -f "$stamp" ] && sha256sum --quiet -c "$stamp" >/dev/null 2>&1; then
-    return 0
-  fi
-  command -v mvn >/dev/null || die "maven not found (apt-get install maven)"
-  log "fetching the Kafka broker from Maven Central"
-  rm -rf "$libs"; mkdir -p "$libs"
-  (cd "$OUTBOX_ROOT/scripts/kafka" && mvn -q -B dependency:copy-dependencies \
-     -DincludeScope=runtime -DoutputDirectory="$libs") ||
-    die "could not fetch Kafka with maven"
-  sha256sum "$pom" >"$stamp"
-}
+# ---- Apache Kafka, per version -------------------------------------------
+# OUTBOX_KAFKA_VERSION picks the broker every script and test starts: 3.9
+# (3.9.1) or 4.4 (4.4.0), each pinned in scripts/kafka/<version>/pom.xml,
+# its jars in $OUTBOX_CACHE/kafka/<version>/libs. The functions below take
+# the version as their first argument ("" for OUTBOX_KAFKA_VERSION's);
+# scripts/kafka.sh and scripts/kafka_cluster.sh start brokers with them.
+OUTBOX_KAFKA_VERSIONS=(3.9 4.4)
+OUTBOX_KAFKA_DEFAULT_VERSION=3.9
 
-# --- A Kafka node: what scripts/kafka.sh's single broker and each node of
-# scripts/kafka_cluster.sh share. A node lives in a folder NODE (config,
-# logs, pid, data); NODE/port is its client (PLAINTEXT) port.
-KAFKA_LIBS="$OUTBOX_CACHE/kafka/libs"
-
-# kafka_need_jars: the broker's own jar (kafka.Kafka, kafka.tools.StorageTool)
-# must be there, or java would start and die on a ClassNotFoundException.
-kafka_need_jars() {
-  command -v java >/dev/null || die "java not found: run scripts/setup.sh"
-  compgen -G "$KAFKA_LIBS/kafka_*.jar" >/dev/null ||
-    die "no Kafka jars in $KAFKA_LIBS (OUTBOX_CACHE=$OUTBOX_CACHE): scripts/setup.sh fetches them"
-}
-
-# kafka_version: the broker's version, from its jar's name (3.9.1, 4.1.1).
+# kafka_version [V]: prints the version line V names (3.9 or 4.4; 4 is the
+# newest 4.x), V empty or absent meaning OUTBOX_KAFKA_VERSION, then the
+# default. Fails with one line on stderr for a version not pinned here.
 kafka_version() {
-  local jar
-  for jar in "$KAFKA_LIBS"/kafka_2.13-*.jar; do
-    jar=${jar##*/kafka_2.13-}; jar=${jar%.jar}
-    [[ "$jar" =~ ^[0-9.]+$ ]] && { echo "$jar"; return 0; }
+  local v=${1:-${OUTBOX_KAFKA_VERSION:-$OUTBOX_KAFKA_DEFAULT_VERSION}}
+  [ "$v" != 4 ] || v=4.4
+  local known
+  for known in "${OUTBOX_KAFKA_VERSIONS[@]}"; do
+    [ "$v" != "$known" ] || { echo "$v"; return 0; }
   done
+  echo "error: Kafka version '$v' is not pinned (OUTBOX_KAFKA_VERSION: ${OUTBOX_KAFKA_VERSIONS[*]})" >&2
   return 1
 }
 
-# kafka_java NODE CLASS ARGS...: runs a class of the broker's jars with
-# NODE's logging config (kafka_node_files writes it).
-kafka_java() {
-  local node=$1; shift
-  java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$node/log4j.properties" "$@"
+# kafka_pom [V]: the pom that pins version V (scripts/kafka/<V>/pom.xml).
+kafka_pom() {
+  local v; v=$(kafka_version "${1:-}") || return 1
+  echo "$OUTBOX_ROOT/scripts/kafka/$v/pom.xml"
 }
+
+# kafka_release [V]: the exact release pinned for V (3.9.1, 4.4.0).
+kafka_release() {
+  local pom; pom=$(kafka_pom "${1:-}") || return 1
+  sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom"
+}
+
+# kafka_libs [V]: the folder of V's jars (java -cp "$(kafka_libs V)/*").
+kafka_libs() {
+  local v; v=$(kafka_version "${1:-}") || return 1
+  echo "$OUTBOX_CACHE/kafka/$v/libs"
+}
+
+# kafka_need_jars [V]: fails with one line when V's broker jar (kafka.Kafka,
+# kafka.tools.StorageTool) is not in kafka_libs, before any java starts and
+# dies on a ClassNotFoundException.
+kafka_need_jars() {
+  local libs; libs=$(kafka_libs "${1:-}") || return 1
+  compgen -G "$libs/kafka_*.jar" >/dev/null && return 0
+  echo "error: no Kafka jars in $libs (OUTBOX_CACHE=$OUTBOX_CACHE): scripts/setup.sh fetches them" >&2
+  return 1
+}
+
+# kafka_fetch [V...]: puts the runtime classpath of each version's pom
+# (default: OUTBOX_KAFKA_VERSION's), resolved by Maven from Maven Central,
+# into kafka_libs. Skipped while the pom is the one those jars were fetched
+# for. The jars land in a new folder renamed into place, so a broker
+# starting meanwhile sees the old set or the new one.
+kafka_fetch() {
+  local vs=("$@") v
+  [ ${#vs[@]} -gt 0 ] || vs=("")
+  for v in "${vs[@]}"; do
+    v=$(kafka_version "$v") || exit 1
+    local pom libs stamp sum
+    pom=$(kafka_pom "$v"); libs=$(kafka_libs "$v")
+    stamp="$(dirname "$libs")/pom.sha256"
+    sum=$(sha256sum <"$pom" | cut -d' ' -f1)
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] && [ -d "$libs" ]; then
+      continue
+    fi
+    command -v mvn >/dev/null || die "maven not found (apt-get install maven)"
+    log "fetching the Kafka $(kafka_release "$v") broker from Maven Central"
+    mkdir -p "$(dirname "$libs")"
+    local tmp="$libs.new.$$"
+    rm -rf "$tmp"
+    (cd "$(dirname "$pom")" && mvn -q -B dependency:copy-dependencies \
+       -DincludeScope=runtime -DoutputDirectory="$tmp") ||
+      { rm -rf "$tmp"; die "could not fetch Kafka $v with maven"; }
+    rm -rf "$libs.old.$$"
+    [ ! -d "$libs" ] || mv "$libs" "$libs.old.$$"
+    mv "$tmp" "$libs"
+    rm -rf "$libs.old.$$"
+    echo "$sum" >"$stamp"
+  done
+}
+
+# kafka_log_config V LOG [LOGGER=LEVEL...]: prints the logging configuration
+# version V's broker (or its tools) reads, sending everything at INFO to
+# the file LOG, then LOGGER at LEVEL for each LOGGER=LEVEL: log4j 1
+# properties for 3.9 (reload4j, log4j_to_file), log4j 2 properties for 4.x.
+# Write it to a file and pass kafka_log_opt's option naming that file.
+kafka_log_config() {
+  local v; v=$(kafka_version "$1") || return 1; shift
+  case $v in
+    3.*) log4j_to_file "$@"; return ;;
+  esac
+  local log=$1 l i=0; shift
+  # shutdownHook: log4j 2 would stop logging when the JVM begins to exit,
+  # and a SIGTERMed broker's whole controlled shutdown would go unlogged.
+  cat <<L4J2
+status = warn
+shutdownHook = disable
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+L4J2
+  for l in "$@"; do
+    i=$((i + 1))
+    echo "logger.l$i.name = ${l%%=*}"
+    echo "logger.l$i.level = ${l#*=}"
+  done
+}
+
+# kafka_log_opt V FILE: prints the JVM option that points version V's
+# logging at FILE (written by kafka_log_config):
+# -Dlog4j.configuration=file:FILE for 3.9, -Dlog4j2.configurationFile=FILE
+# for 4.x.
+kafka_log_opt() {
+  local v; v=$(kafka_version "$1") || return 1
+  case $v in
+    3.*) echo "-Dlog4j.configuration=file:$2" ;;
+    *) echo "-Dlog4j2.configurationFile=$2" ;;
+  esac
+}
+
+# kafka_java V LOGCONF ARGS...: runs java with V's jars on the classpath and
+# its logging configured by the file LOGCONF; ARGS are JVM options, then
+# the class and its arguments, e.g.
+#   kafka_java 4.4 "$dir/log4j.conf" kafka.tools.StorageTool random-uuid
+kafka_java() {
+  local v libs opt; v=$(kafka_version "$1") || return 1
+  libs=$(kafka_libs "$v"); opt=$(kafka_log_opt "$v" "$2"); shift 2
+  java -cp "$libs/*" "$opt" "$@"
+}
+
+# kafka_tool_class V NAME: the main class of the command-line tool NAME
+# (AclCommand, ConfigCommand) in version V: kafka.admin.NAME in 3.x,
+# org.apache.kafka.tools.NAME in 4.x (scripts/kafka/4.4/pom.xml brings
+# kafka-tools for them).
+kafka_tool_class() {
+  local v; v=$(kafka_version "$1") || return 1
+  case $v in
+    3.*) echo "kafka.admin.$2" ;;
+    *) echo "org.apache.kafka.tools.$2" ;;
+  esac
+}
+
+# ---- A Kafka node: what scripts/kafka.sh's single broker and each node of
+# scripts/kafka_cluster.sh share. A node lives in a folder NODE (config,
+# logs, pid, data); NODE/port is its client (PLAINTEXT) port. V is the
+# version, as for the functions above.
 
 # kafka_base_properties: the server.properties lines every node has (KRaft,
 # broker and controller in one process); the caller adds node.id, the
@@ -167,40 +273,45 @@ log.flush.interval.messages=9223372036854775807
 PROPS
 }
 
-# kafka_node_files NODE: NODE/log4j.properties (everything at INFO to
-# NODE/server.log); NODE/server.properties is the caller's.
+# kafka_node_files V NODE: NODE/log.properties, V's logging config sending
+# everything at INFO to NODE/server.log; NODE/server.properties is the
+# caller's.
 kafka_node_files() {
-  log4j_to_file "$1/server.log" kafka=INFO org.apache.kafka=INFO >"$1/log4j.properties"
+  kafka_log_config "$1" "$2/server.log" kafka=INFO org.apache.kafka=INFO \
+    >"$2/log.properties"
 }
 
-# kafka_random_uuid NODE: a new cluster id.
+# kafka_random_uuid V NODE: a new cluster id.
 kafka_random_uuid() {
-  kafka_java "$1" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1
+  kafka_java "$1" "$2/log.properties" kafka.tools.StorageTool random-uuid \
+    2>/dev/null | tail -1
 }
 
-# kafka_format NODE CLUSTER_ID [ARGS...]: formats NODE/data for
+# kafka_format V NODE CLUSTER_ID [ARGS...]: formats NODE/data for
 # NODE/server.properties; the tool's output in NODE/format.log.
 kafka_format() {
-  local node=$1 id=$2; shift 2
+  local v=$1 node=$2 id=$3; shift 3
   rm -rf "$node/data"
-  kafka_java "$node" kafka.tools.StorageTool format -t "$id" \
+  kafka_java "$v" "$node/log.properties" kafka.tools.StorageTool format -t "$id" \
     -c "$node/server.properties" "$@" >"$node/format.log" 2>&1 ||
     die "kafka storage format failed: $(tail -1 "$node/format.log")"
 }
 
-# kafka_launch NODE HEAP: starts the node in the background (pid in
-# NODE/pid) and returns at once; kafka_wait_ready tells when it serves.
+# kafka_launch V NODE HEAP [JVM_OPTION...]: starts the node in the
+# background (pid in NODE/pid) and returns at once; kafka_wait_ready tells
+# when it serves.
 kafka_launch() {
-  local node=$1 heap=$2
+  local v=$1 node=$2 heap=$3; shift 3
   # Readiness is read from server.log; keep earlier runs' lines apart.
   if [ -f "$node/server.log" ]; then cat "$node/server.log" >>"$node/server.log.old"; : >"$node/server.log"; fi
   # setsid: the broker gets its own process group so 'stop' can end it and
   # nothing it started, whatever shell started us.
-  setsid java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC \
-    -Dlog4j.configuration="file:$node/log4j.properties" \
-    -cp "$KAFKA_LIBS/*" kafka.Kafka "$node/server.properties" \
+  setsid java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC "$@" \
+    "$(kafka_log_opt "$v" "$node/log.properties")" \
+    -cp "$(kafka_libs "$v")/*" kafka.Kafka "$node/server.properties" \
     >>"$node/kafka.out" 2>&1 </dev/null &
   echo $! >"$node/pid"
+  disown $!  # the shell that started it says nothing when it is killed
 }
 
 # kafka_wait_ready NODE SECONDS: until the node logged that it started and
@@ -264,7 +375,7 @@ apt_install() {
 
 # java_package: prints Debian's Java runtime package when no java is on PATH
 # (a JDK may come from elsewhere on the machine), and Maven when no mvn is
-# (kafka_fetch resolves the broker's jars with it).
+# (kafka_fetch resolves the brokers' jars with it).
 java_package() {
   command -v java >/dev/null || echo openjdk-17-jre-headless
   command -v mvn >/dev/null || echo maven

@@ -36,8 +36,9 @@ apt_install "${APT_PACKAGES[@]}"
 # Debian's postgresql package starts a default cluster on 5432; the project
 # never uses it (its clusters are throwaway, on free ports), so leave it be.
 
-# Apache Kafka broker, pinned in scripts/kafka/pom.xml, from Maven Central.
-kafka_fetch
+# The Apache Kafka brokers, each version pinned in scripts/kafka/<version>/
+# pom.xml, from Maven Central: the tests run both (OUTBOX_KAFKA_VERSION).
+kafka_fetch "${OUTBOX_KAFKA_VERSIONS[@]}"
 
 # PostgreSQL majors other than Debian's 15 (pgoutput only), pinned in lib.sh.
 for major in "${!PG_NPM_VERSIONS[@]}"; do
