@@ -2,17 +2,19 @@
 # in a work directory. Source it after scripts/lib.sh; it defines functions
 # only and changes no options of the caller.
 
-# bench_servers PREFIX: makes the work directory $work (/tmp/PREFIX.XXXXXX),
-# starts a PostgreSQL (scripts/pg.sh) and a Kafka (scripts/kafka.sh) in it
-# and exports their variables (PG*, OUTBOX_PG_*, OUTBOX_KAFKA_*). At exit
-# (it sets the EXIT trap): the caller's bench_on_exit if it defines one
-# (to stop what it started in $work), then both servers stop and $work is
-# deleted, unless OUTBOX_BENCH_KEEP=1.
+# bench_servers PREFIX [pg-only]: makes the work directory $work
+# (/tmp/PREFIX.XXXXXX), starts a PostgreSQL (scripts/pg.sh) and a Kafka
+# (scripts/kafka.sh; not with pg-only, for a caller that brings its own
+# cluster) in it and exports their variables (PG*, OUTBOX_PG_*,
+# OUTBOX_KAFKA_*). At exit (it sets the EXIT trap): the caller's
+# bench_on_exit if it defines one (to stop what it started in $work), then
+# both servers stop and $work is deleted, unless OUTBOX_BENCH_KEEP=1.
 bench_servers() {
   work=$(mktemp -d "/tmp/$1.XXXXXX"); chmod 755 "$work"
   trap bench_stop_servers EXIT
   eval "$("$OUTBOX_ROOT/scripts/pg.sh" start "$work/pg" 2>/dev/null)"
-  eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
+  [ "${2:-}" = pg-only ] ||
+    eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
   export PGHOST PGPORT PGUSER PGDATABASE OUTBOX_PG_CONNINFO OUTBOX_PG_DIR \
     OUTBOX_KAFKA_BROKERS OUTBOX_KAFKA_DIR
 }

@@ -4,6 +4,7 @@
 //   outbox-loadgen --pg CONNINFO --rate R --seconds S [--writers W]
 //                  [--run TAG] [--aggregatetype order] [--out FILE]
 //                  [--max-seconds M] [--per-txn K]
+//                  [--keys K] [--rollback-every N] [--reconnect]
 //
 // Inserts R*S outbox rows, one per transaction (autocommit, durable commit as
 // the server is configured), or K per transaction with --per-txn K: a
@@ -23,14 +24,29 @@
 // sending M seconds after the start (M >= S), and the events not sent by then
 // are counted as "unsent" (so a run takes at most M seconds).
 //
+// For long runs with faults (bench/soak.sh): --keys K gives each writer
+// thread K keys of its own ("w<thread>-k<j>", its events in turn), so one
+// key's events are written by one connection in creation order and a
+// consumer can check per-key order (the default is aggregate id
+// i % 10000, any writer); --rollback-every N ends every Nth transaction of
+// each writer in ROLLBACK (its events are counted as rolled back, never
+// committed: a consumer must not see them); --reconnect reopens a lost
+// connection (every 200 ms until it succeeds) and carries on, counting the
+// events of the failed transactions as errors without failing the run (the
+// database, not this count, says what committed when the server went away
+// mid-commit). SIGTERM or SIGINT stops the writers early: the events not
+// sent yet count as unsent and the report is printed as usual.
+//
 // --out writes one CSV line per event: seq,sched_ns,sent_ns,ack_ns,ok (ack =
 // the commit's reply); it is written to FILE.tmp and renamed when complete.
 // stdout gets one JSON line: counts, lateness (sent - scheduled) and commit
 // time (ack - sent) percentiles in ms, and the commit rate achieved.
 // Exit 0 (also with unsent events); 1 if any insert failed (the first error
-// is printed); 2 on bad arguments or when a connection cannot be opened.
+// is printed; with --reconnect it is printed and the exit stays 0); 2 on bad
+// arguments or when a connection cannot be opened.
 
 #include <libpq-fe.h>
+#include <signal.h>
 #include <time.h>
 
 #include <algorithm>
@@ -69,11 +85,16 @@ void sleep_until(int64_t t_ns) {
   }
 }
 
+// Set by SIGTERM/SIGINT: writers stop taking events.
+volatile sig_atomic_t g_stop = 0;
+void on_stop(int) { g_stop = 1; }
+
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
                "outbox-loadgen: %s\nusage: outbox-loadgen --pg CONNINFO --rate "
                "R --seconds S [--writers W] [--run TAG] [--aggregatetype T] "
-               "[--out FILE]\n",
+               "[--out FILE] [--max-seconds M] [--per-txn K] [--keys K] "
+               "[--rollback-every N] [--reconnect]\n",
                msg);
   std::exit(2);
 }
@@ -97,8 +118,15 @@ int main(int argc, char** argv) {
   double rate = 0, seconds = 0, max_seconds = 0;
   int writers = 16;
   int per_txn = 1;
+  int keys = 0;            // per writer; 0: aggregate id i % 10000
+  int rollback_every = 0;  // 0: every transaction commits
+  bool reconnect = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--reconnect") {
+      reconnect = true;
+      continue;
+    }
     if (i + 1 >= argc) usage(("missing value for " + a).c_str());
     const char* v = argv[++i];
     if (a == "--pg") {
@@ -119,6 +147,10 @@ int main(int argc, char** argv) {
       per_txn = std::atoi(v);
     } else if (a == "--max-seconds") {
       max_seconds = std::atof(v);
+    } else if (a == "--keys") {
+      keys = std::atoi(v);
+    } else if (a == "--rollback-every") {
+      rollback_every = std::atoi(v);
     } else {
       usage(("unknown argument " + a).c_str());
     }
@@ -126,6 +158,10 @@ int main(int argc, char** argv) {
   if (rate <= 0 || seconds <= 0 || writers <= 0)
     usage("--rate, --seconds and --writers must be positive");
   if (per_txn < 1) usage("--per-txn must be positive");
+  if (keys < 0 || rollback_every < 0)
+    usage("--keys and --rollback-every must not be negative");
+  // A rollback needs a transaction block even for one event.
+  const bool txn_block = per_txn > 1 || rollback_every > 0;
   if (max_seconds != 0 && max_seconds < seconds)
     usage("--max-seconds must be at least --seconds");
   if (run.find_first_of("\"\\") != std::string::npos)
@@ -154,6 +190,8 @@ int main(int argc, char** argv) {
 
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> errors{0};
+  std::atomic<int64_t> rolled_back{0};
+  std::atomic<int64_t> reconnects{0};
   std::mutex err_mu;
   std::string first_error;
   const double period_ns = 1e9 / rate;
@@ -173,9 +211,29 @@ int main(int argc, char** argv) {
     }
     return ok;
   };
-  auto writer = [&](PGconn* c) {
-    std::string payload, aggid;
+  // --reconnect: reopens c until it works and the INSERT is prepared again;
+  // false once stopped or past the cutoff.
+  auto reopen = [&](PGconn* c) {
     for (;;) {
+      if (g_stop || now_ns() > cutoff) return false;
+      PQreset(c);
+      if (PQstatus(c) == CONNECTION_OK) {
+        PGresult* r = PQprepare(c, "ins", kInsert, 3, nullptr);
+        const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (ok) {
+          reconnects.fetch_add(1);
+          return true;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  };
+  auto writer = [&](PGconn* c, int w) {
+    std::string payload, aggid;
+    int64_t txns = 0, mine = 0;  // this writer's transactions and events
+    for (;;) {
+      if (g_stop) return;
       // A transaction: events first..last, started when the last is due.
       const int64_t first = next.fetch_add(per_txn, std::memory_order_relaxed);
       if (first >= n) return;
@@ -186,11 +244,15 @@ int main(int argc, char** argv) {
       }
       sleep_until(events[last].sched_ns);
       if (now_ns() > cutoff) return;  // unsent, and so is every later event
-      bool ok = per_txn == 1 || exec(c, "BEGIN");
+      ++txns;
+      const bool rollback = rollback_every > 0 && txns % rollback_every == 0;
+      bool ok = !txn_block || exec(c, "BEGIN");
       for (int64_t i = first; ok && i <= last; ++i) {
         Event& e = events[i];
         e.sent_ns = now_ns();
-        aggid = std::to_string(i % 10000);
+        aggid = keys > 0 ? "w" + std::to_string(w) + "-k" +
+                               std::to_string(mine++ % keys)
+                         : std::to_string(i % 10000);
         // ~350 bytes as jsonb text, like bench/run.py's backlog rows.
         payload = "{\"run\": \"" + run + "\", \"seq\": " + std::to_string(i) +
                   ", \"sched_ns\": " + std::to_string(e.sched_ns) +
@@ -209,21 +271,27 @@ int main(int argc, char** argv) {
           if (first_error.empty()) first_error = PQerrorMessage(c);
         }
       }
-      if (ok && per_txn > 1) ok = exec(c, "COMMIT");
+      if (ok && txn_block) ok = exec(c, rollback ? "ROLLBACK" : "COMMIT");
       const int64_t ack = now_ns();
       for (int64_t i = first; i <= last; ++i) {
         events[i].ack_ns = ack;
-        events[i].ok = ok;
+        events[i].ok = ok && !rollback;
       }
+      if (ok && rollback) rolled_back.fetch_add(last - first + 1);
       if (!ok) {
         errors.fetch_add(last - first + 1);
-        if (PQstatus(c) != CONNECTION_OK) return;  // others carry on
-        if (per_txn > 1) exec(c, "ROLLBACK");
+        if (PQstatus(c) != CONNECTION_OK) {
+          if (!reconnect || !reopen(c)) return;  // others carry on
+        } else if (txn_block) {
+          exec(c, "ROLLBACK");
+        }
       }
     }
   };
+  signal(SIGTERM, on_stop);
+  signal(SIGINT, on_stop);
   std::vector<std::thread> threads;
-  for (PGconn* c : conns) threads.emplace_back(writer, c);
+  for (int w = 0; w < writers; ++w) threads.emplace_back(writer, conns[w], w);
   for (auto& t : threads) t.join();
   for (PGconn* c : conns) PQfinish(c);
 
@@ -231,7 +299,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> late, commit;
   int64_t last_ack = t0, unsent = 0;
   for (const Event& e : events) {
-    unsent += e.sent_ns == 0;
+    unsent += e.sent_ns == 0 && e.ack_ns == 0;  // no writer took it
     if (!e.ok) continue;
     late.push_back(e.sent_ns - e.sched_ns);
     commit.push_back(e.ack_ns - e.sent_ns);
@@ -263,22 +331,26 @@ int main(int argc, char** argv) {
   const double span_s = (last_ack - t0) / 1e9;
   std::printf(
       "{\"run\": \"%s\", \"events\": %lld, \"committed\": %lld, "
-      "\"unsent\": %lld, \"errors\": %lld, \"late_p50_ms\": %.3f, "
+      "\"unsent\": %lld, \"errors\": %lld, \"rolled_back\": %lld, "
+      "\"reconnects\": %lld, \"late_p50_ms\": %.3f, "
       "\"late_p99_ms\": %.3f, \"late_max_ms\": %.3f, \"commit_p50_ms\": %.3f, "
       "\"commit_p99_ms\": %.3f, \"commit_max_ms\": %.3f, \"commit_rate\": "
       "%.1f}\n",
       run.c_str(), static_cast<long long>(n), static_cast<long long>(committed),
       static_cast<long long>(unsent), static_cast<long long>(errors.load()),
-      pct_ms(late, 50), pct_ms(late, 99), pct_ms(late, 100), pct_ms(commit, 50),
+      static_cast<long long>(rolled_back.load()),
+      static_cast<long long>(reconnects.load()), pct_ms(late, 50),
+      pct_ms(late, 99), pct_ms(late, 100), pct_ms(commit, 50),
       pct_ms(commit, 99), pct_ms(commit, 100),
       span_s > 0 ? committed / span_s : 0.0);
-  if (errors.load() > 0 || committed + unsent < n) {
+  const int64_t failed = n - committed - unsent - rolled_back.load();
+  if (failed > 0) {
     std::fprintf(
-        stderr, "outbox-loadgen: %lld of %lld inserts failed: %s",
-        static_cast<long long>(n - committed - unsent),
-        static_cast<long long>(n),
+        stderr, "outbox-loadgen: %lld of %lld inserts failed%s: %s",
+        static_cast<long long>(failed), static_cast<long long>(n),
+        reconnect ? " (reconnected)" : "",
         first_error.empty() ? "all connections lost\n" : first_error.c_str());
-    return 1;
+    if (!reconnect) return 1;
   }
   return 0;
 }
