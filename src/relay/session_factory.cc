@@ -185,9 +185,9 @@ absl::Status SessionFactory::StartTransactions(
     const std::string& timeline_history) {
   const ServerInfo& server = session.stream->server();
   if (!checkpoint_topic_checked_) {
-    absl::StatusOr<CheckpointTopicState> topic =
-        EnsureCheckpointTopic(session_kafka, config_.kafka.checkpoint_topic,
-                              config_.kafka.flush_timeout_ms);
+    absl::StatusOr<CheckpointTopicState> topic = EnsureCheckpointTopic(
+        session_kafka, config_.kafka.checkpoint_topic,
+        config_.kafka.internal_topics, config_.kafka.flush_timeout_ms);
     if (absl::IsUnavailable(topic.status())) return topic.status();
     CheckCheckpointTopic(topic.ok() ? &*topic : nullptr, topic.status());
   }

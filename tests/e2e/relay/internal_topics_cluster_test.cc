@@ -1,0 +1,148 @@
+// kafka.internal_topics on a real 3-node cluster (issue 34 item 3; the
+// cluster is the kafka_cluster_4 fixture, tests/e2e/cluster.sh, every topic
+// RF 3 / min.insync.replicas 2 by default): the topics the relay creates
+// for itself (checkpoint, state, dead-letter) come out with the configured
+// replication factor and min.insync.replicas, and a relay whose topics have
+// replication factor 1 on 3 brokers says so in one warning line and
+// outbox_relay_unreplicated_topics. (The suite's single broker, where RF 1
+// is all there is, gives no warning: kafka_acls_e2e_test checks that.)
+//
+// Nothing here kills a node; TearDown still restores the cluster, as every
+// cluster case must.
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "e2e/relay/relay_e2e_fixture.h"
+#include "e2e/relay_http.h"
+
+namespace outbox::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kWarning[] = "have replication factor 1 on a cluster of 3";
+
+class InternalTopicsClusterTest : public RelayE2ETest {
+ protected:
+  void SetUp() override {
+    RelayE2ETest::SetUp();
+    brokers_ = ClusterEnv::Get().brokers();
+    ASSERT_FALSE(brokers_.empty()) << "no cluster (OUTBOX_CLUSTER_ENV)";
+    name_ = UniqueName("it");
+  }
+
+  void TearDown() override {
+    RelayE2ETest::TearDown();
+    EXPECT_TRUE(ClusterEnv::Get().Restore().ok());
+  }
+
+  // The relay on the cluster: exactly once, the Kafka slot marker, dead
+  // letters created by the relay; topics of this case's own.
+  void StartOnCluster(const std::vector<std::string>& extra) {
+    auto args = RelayArgs();
+    args[4] = brokers_;
+    for (const std::string& s :
+         {"kafka.exactly_once=true", "kafka.checkpoint_topic=ckpt-" + name_,
+          "kafka.state_topic=state-" + name_, "postgres.slot_marker=kafka",
+          "postgres.slot_marker_id=" + name_, "outbox.on_invalid=dead_letter",
+          "outbox.dead_letter_topic=dlq-" + name_,
+          "kafka.topic_creation.enable=true"}) {
+      args.insert(args.end(), {"--set", s});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    relay_ = Process::Start(args, dir_ + "/relay.log");
+  }
+
+  // The smallest replica count of `topic`'s partitions (kcat's metadata,
+  // not the relay's code); 0 when the topic is unknown.
+  int ReplicationFactor(const std::string& topic) {
+    const std::string cmd =
+        "kcat -b " + brokers_ + " -L -t " + topic + " 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return 0;
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+    pclose(p);
+    // "    partition 0, leader 2, replicas: 2,3,1, isrs: 2,3,1"
+    int rf = 0;
+    for (absl::string_view line : absl::StrSplit(out, '\n')) {
+      const size_t at = line.find("replicas: ");
+      if (at == absl::string_view::npos) continue;
+      absl::string_view r = line.substr(at + 10);
+      r = r.substr(0, r.find(", isrs"));
+      const int n = static_cast<int>(std::count(r.begin(), r.end(), ',') +
+                                     (r.empty() ? 0 : 1));
+      rf = rf == 0 ? n : std::min(rf, n);
+    }
+    return rf;
+  }
+
+  std::string MinIsr(const std::string& topic) {
+    auto configs = TopicConfigs(brokers_, topic);
+    if (!configs.ok()) return configs.status().ToString();
+    return (*configs)["min.insync.replicas"];
+  }
+
+  std::string brokers_, name_;
+};
+
+TEST_F(InternalTopicsClusterTest, CreatedWithTheConfiguredReplication) {
+  StartOnCluster({"--set", "kafka.internal_topics.replication_factor=3",
+                  "--set", "kafka.internal_topics.min_insync_replicas=1"});
+  ASSERT_TRUE(WaitActive(90000)) << relay_->Output();
+  // An event over message.max.bytes: a dead letter, to a topic the relay
+  // creates (kafka.topic_creation) with kafka.internal_topics' replication.
+  db_->Exec(
+      HugeEventSql(table_, aggtype_, "00000000-0000-4000-8000-000000003431"));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ConsumeAll(brokers_, {"dlq-" + name_}, 1, 2000).size() == 1;
+      },
+      120000))
+      << relay_->Output();
+  for (const std::string& t :
+       {"ckpt-" + name_, "state-" + name_, "dlq-" + name_}) {
+    EXPECT_EQ(ReplicationFactor(t), 3) << t;
+    EXPECT_EQ(MinIsr(t), "1") << t;  // the cluster's is 2
+  }
+  // Replicated: no warning, and the check ran.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return RelayMetric(*relay_, "outbox_relay_unreplicated_topics") == 0;
+      },
+      30000))
+      << relay_->Output();
+  EXPECT_THAT(relay_->Output(), Not(HasSubstr(kWarning)));
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+}
+
+TEST_F(InternalTopicsClusterTest, ReplicationFactorOneOnThreeBrokersIsWarned) {
+  StartOnCluster({"--set", "kafka.internal_topics.replication_factor=1"});
+  ASSERT_TRUE(WaitActive(90000)) << relay_->Output();
+  ASSERT_TRUE(WaitUntil(
+      [&] { return absl::StrContains(relay_->Output(), kWarning); }, 60000))
+      << relay_->Output();
+  EXPECT_EQ(ReplicationFactor("ckpt-" + name_), 1);
+  EXPECT_EQ(ReplicationFactor("state-" + name_), 1);
+  // One line, naming both topics (the event topic does not exist yet).
+  int lines = 0;
+  for (absl::string_view l : absl::StrSplit(relay_->Output(), '\n')) {
+    if (!absl::StrContains(l, kWarning)) continue;
+    ++lines;
+    EXPECT_THAT(std::string(l), HasSubstr("ckpt-" + name_));
+    EXPECT_THAT(std::string(l), HasSubstr("state-" + name_));
+  }
+  EXPECT_EQ(lines, 1) << relay_->Output();
+  EXPECT_EQ(RelayMetric(*relay_, "outbox_relay_unreplicated_topics"), 2);
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
+}
+
+}  // namespace
+}  // namespace outbox::testing
