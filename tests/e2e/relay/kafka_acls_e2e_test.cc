@@ -144,8 +144,8 @@ TEST_F(KafkaAclsE2ETest, AtLeastOnceRunsWithExactlyThePrintedAcls) {
 }
 
 // Exactly once, the HA pair's Kafka slot marker, dead letters on and topic
-// creation on: the checkpoint, state and event topics are created by the
-// relay (Create on the topic, no cluster ACL).
+// creation on: the checkpoint and state topics are created by the relay
+// (Create on the topic, no cluster ACL).
 std::vector<std::string> ExactlyOnceArgs(const std::string& name) {
   return {"--set", "kafka.exactly_once=true",
           "--set", "kafka.transactional_id=txn-" + name,
@@ -174,6 +174,9 @@ TEST_F(KafkaAclsE2ETest, ExactlyOnceRunsWithExactlyThePrintedAcls) {
     EXPECT_THAT(all, HasSubstr(want));
   }
   Grant(acls);
+  // The event topic exists: under exactly once a missing one is not created
+  // (its records time out in the transaction; see the report of issue 34).
+  ASSERT_TRUE(CreateTopic(plaintext_, topic_, 1, {}).ok());
   relay_ = Process::Start(args, dir_ + "/relay.log");
   ASSERT_TRUE(WaitActive(60000)) << relay_->Output();
   WriteAndExpectDelivered();
@@ -194,7 +197,10 @@ TEST_F(KafkaAclsE2ETest, ExactlyOnceRunsWithExactlyThePrintedAcls) {
 }
 
 // One printed ACL left out (Write on the transactional id): the relay does
-// not stream, and says so in one line naming the transactional id.
+// not stream, and says so in one line naming the transactional id and what
+// to grant (and retries, as for a topic's ACL). Before issue 34 the line was
+// librdkafka's alone ("init_transactions: TRANSACTIONAL_ID_AUTHORIZATION_
+// FAILED ..."), naming neither.
 TEST_F(KafkaAclsE2ETest, AMissingAclIsOneLineNamingIt) {
   const std::string name = UniqueName("miss");
   const std::vector<std::string> args = AsRelay(ExactlyOnceArgs(name));
@@ -218,7 +224,10 @@ TEST_F(KafkaAclsE2ETest, AMissingAclIsOneLineNamingIt) {
     if (absl::StrContains(l, "txn-" + name) &&
         absl::StrContains(absl::AsciiStrToLower(l), "authoriz")) {
       ++lines;
-      EXPECT_THAT(std::string(l), HasSubstr("transactional"));
+      EXPECT_THAT(std::string(l),
+                  HasSubstr("waiting for a Kafka ACL: the relay's principal "
+                            "may not use transactional id txn-" +
+                            name));
     }
   }
   EXPECT_GE(lines, 1) << relay_->Output();
