@@ -8,7 +8,7 @@
 #   scripts/kafka.sh kill DIR    SIGKILL the broker, keep its data (for faults)
 #   scripts/kafka.sh restart DIR start a killed/stopped broker again on the
 #                                same port and data
-#   scripts/kafka.sh acl DIR ARGS...  kafka-acls (kafka.admin.AclCommand)
+#   scripts/kafka.sh acl DIR ARGS...  kafka-acls (AclCommand)
 #                                against the broker's PLAINTEXT listener,
 #                                e.g. --add --allow-principal User:relay
 #                                --operation Write --topic t
@@ -27,45 +27,34 @@
 #        per line (e.g. --add-scram and its SCRAM-SHA-512=[...] value)
 # They are remembered in DIR, so 'restart' brings the same broker back; the
 # PLAINTEXT listener stays, and readiness is checked on it.
+#   OUTBOX_KAFKA_VERSION  the broker's version: 3.9 (default) or 4.4 (see
+#        kafka_version in lib.sh); 'start' prints OUTBOX_KAFKA_VERSION=<V>
+#        and keeps it in DIR for the other commands
 # The broker jars come from Maven Central through scripts/setup.sh (pinned in
-# scripts/kafka/pom.xml) into $OUTBOX_CACHE/kafka/libs (OUTBOX_CACHE defaults
-# to .cache in the checkout; a git worktree has none of its own, so point it
-# at one that has the jars). Needs Java 17.
+# scripts/kafka/<version>/pom.xml) into $OUTBOX_CACHE/kafka/<version>/libs
+# (OUTBOX_CACHE defaults to .cache in the checkout; a git worktree has none
+# of its own, so point it at one that has the jars). Needs Java 17.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl DIR"
-LIBS="$OUTBOX_CACHE/kafka/libs"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
+# The version: the one DIR's broker was started with, else the environment's.
+if [ "$cmd" != start ] && [ -f "$dir/version" ]; then
+  VERSION=$(kafka_version "$(cat "$dir/version")") || exit 1
+else
+  VERSION=$(kafka_version) || exit 1
+fi
 
-# The broker's own jar (kafka.Kafka, kafka.tools.StorageTool) must be there,
-# or java would start and die on a ClassNotFoundException.
-need_jars() {
-  compgen -G "$LIBS/kafka_*.jar" >/dev/null ||
-    die "no Kafka jars in $LIBS (OUTBOX_CACHE=$OUTBOX_CACHE): scripts/setup.sh fetches them"
-}
+# The broker's own jar must be there, or java would start and die on a
+# ClassNotFoundException.
+need_jars() { kafka_need_jars "$VERSION" || exit 1; }
 
 launch() {
   need_jars
-  # Readiness is read from server.log; keep earlier runs' lines apart.
-  if [ -f "$dir/server.log" ]; then cat "$dir/server.log" >>"$dir/server.log.old"; : >"$dir/server.log"; fi
-  # setsid: the broker gets its own process group so 'stop' can end it and
-  # nothing it started, whatever shell started us.
-  setsid java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC \
-    -Dlog4j.configuration="file:$dir/log4j.properties" \
-    -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
-    >>"$dir/kafka.out" 2>&1 </dev/null &
-  echo $! >"$dir/pid"
-  local port; port=$(cat "$dir/port")
-  local deadline=$((SECONDS + 90))
-  until grep -q 'Kafka Server started' "$dir/server.log" 2>/dev/null; do
-    if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then return 1; fi
-    [ $SECONDS -lt $deadline ] || { stop_broker; return 1; }
-    sleep 0.2
-  done
-  # Started is logged before the listener has metadata for clients; ask it.
-  wait_for 60 kcat -b "127.0.0.1:$port" -L -m 5 || return 1
+  kafka_launch "$VERSION" "$dir" "$HEAP"
+  kafka_wait_ready "$dir" 90 || { stop_broker; return 1; }
 }
 
 # extra_listeners: for each entry of OUTBOX_KAFKA_LISTENERS its port (a free
@@ -91,30 +80,25 @@ extra_listeners() {
 write_config() {
   local port=$1 cport=$2
   extra_listeners
-  cat >"$dir/server.properties" <<PROPS
-process.roles=broker,controller
+  {
+    kafka_base_properties
+    cat <<PROPS
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport$extra_l
 advertised.listeners=PLAINTEXT://127.0.0.1:$port$extra_l
-controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$extra_map
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/data
-num.partitions=3
 offsets.topic.replication.factor=1
-offsets.topic.num.partitions=3
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=3
-group.initial.rebalance.delay.ms=0
-auto.create.topics.enable=true
-log.flush.interval.messages=9223372036854775807
 PROPS
+  } >"$dir/server.properties"
   if [ -n "${OUTBOX_KAFKA_PROPERTIES:-}" ]; then
     cat "$OUTBOX_KAFKA_PROPERTIES" >>"$dir/server.properties"
   fi
-  log4j_to_file "$dir/server.log" kafka=INFO org.apache.kafka=INFO >"$dir/log4j.properties"
+  kafka_node_files "$VERSION" "$dir"
 }
 
 start() {
@@ -122,28 +106,24 @@ start() {
   need_jars
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
+  echo "$VERSION" >"$dir/version"
   local tries=0 port cport
   while :; do
     port=$(free_port); cport=$(free_port)
     [ "$port" != "$cport" ] || continue
     echo "$port" >"$dir/port"
     write_config "$port" "$cport"
-    rm -rf "$dir/data"
     local format_args=()
     if [ -n "${OUTBOX_KAFKA_FORMAT_ARGS:-}" ]; then
       mapfile -t format_args <<<"$OUTBOX_KAFKA_FORMAT_ARGS"
     fi
-    java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.tools.StorageTool format -t "$(java -cp "$LIBS/*" \
-      -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)" \
-      -c "$dir/server.properties" "${format_args[@]}" >"$dir/format.log" 2>&1 ||
-      die "kafka storage format failed: $(tail -1 "$dir/format.log")"
+    kafka_format "$VERSION" "$dir" "$(kafka_random_uuid "$VERSION" "$dir")" "${format_args[@]}"
     launch && break
     tries=$((tries + 1))
-    [ $tries -lt 3 ] || die "kafka did not start: $(grep -m1 -E 'ERROR|Exception' "$dir/kafka.out" "$dir/server.log" 2>/dev/null)"
+    [ $tries -lt 3 ] || die "kafka did not start: $(kafka_failure "$dir")"
   done
   echo "OUTBOX_KAFKA_DIR=$dir"
+  echo "OUTBOX_KAFKA_VERSION=$VERSION"
   echo "OUTBOX_KAFKA_BROKERS=127.0.0.1:$port"
   local entry name listeners=${OUTBOX_KAFKA_LISTENERS:-}
   for entry in ${listeners//,/ }; do
@@ -163,9 +143,7 @@ case $cmd in
   stop) [ -d "$dir" ] || exit 0; stop_broker; rm -rf "$dir" ;;
   kill)
     [ -f "$dir/pid" ] || die "no broker in $dir"
-    pid=$(cat "$dir/pid"); kill -KILL "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    rm -f "$dir/pid" ;;
+    kafka_kill "$dir" ;;
   restart)
     stop_broker
     dir=$(cd "$dir" && pwd)
@@ -173,8 +151,8 @@ case $cmd in
   acl)
     shift 2
     need_jars
-    java -cp "$LIBS/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.admin.AclCommand --bootstrap-server "127.0.0.1:$(cat "$dir/port")" \
-      "$@" ;;
+    kafka_java "$VERSION" "$dir/log.properties" \
+      "$(kafka_tool_class "$VERSION" AclCommand)" \
+      --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@" ;;
   *) die "usage: $0 start|stop|kill|restart|acl DIR" ;;
 esac

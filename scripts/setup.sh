@@ -21,6 +21,7 @@ APT_PACKAGES=(
   file  # cpack's dpkg-shlibdeps (the Debian package's Depends)
   podman runc debootstrap  # the container image and package tests
   catatonit  # the infra (pause) container of podman kube play (tests/helm/kube_play_test.sh)
+  iptables  # scripts/kafka_cluster.sh partition (the cluster tests' network faults)
   $(java_package)
 )
 # Maven may come from elsewhere on the machine; Debian's otherwise
@@ -35,8 +36,9 @@ apt_install "${APT_PACKAGES[@]}"
 # Debian's postgresql package starts a default cluster on 5432; the project
 # never uses it (its clusters are throwaway, on free ports), so leave it be.
 
-# Apache Kafka broker, pinned in scripts/kafka/pom.xml, from Maven Central.
-kafka_fetch
+# The Apache Kafka brokers, each version pinned in scripts/kafka/<version>/
+# pom.xml, from Maven Central: the tests run both (OUTBOX_KAFKA_VERSION).
+kafka_fetch "${OUTBOX_KAFKA_VERSIONS[@]}"
 
 # PostgreSQL majors other than Debian's 15 (pgoutput only), pinned in lib.sh.
 for major in "${!PG_NPM_VERSIONS[@]}"; do

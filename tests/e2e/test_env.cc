@@ -10,48 +10,172 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
 namespace outbox::testing {
 
+namespace {
+
+// KEY=VALUE lines of the file named by the environment variable `var`.
+std::map<std::string, std::string> ReadEnvFile(const char* var) {
+  std::map<std::string, std::string> vars;
+  const char* path = std::getenv(var);
+  if (path == nullptr) {
+    ADD_FAILURE() << var << " is not set: run through ctest";
+    return vars;
+  }
+  std::ifstream in(path);
+  if (!in) ADD_FAILURE() << "cannot read " << path;
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos) {
+      vars[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  return vars;
+}
+
+std::string EnvVar(const std::map<std::string, std::string>& vars,
+                   const std::string& key) {
+  auto it = vars.find(key);
+  if (it == vars.end()) {
+    ADD_FAILURE() << key << " missing from the test environment file";
+    return "";
+  }
+  return it->second;
+}
+
+// `arg` as one word for sh -c.
+std::string ShellQuote(const std::string& arg) {
+  return "'" + absl::StrReplaceAll(arg, {{"'", "'\\''"}}) + "'";
+}
+
+}  // namespace
+
 const TestEnv& TestEnv::Get() {
   static const TestEnv* env = [] {
     auto* e = new TestEnv;
-    const char* path = std::getenv("OUTBOX_TEST_ENV");
-    if (path == nullptr) {
-      ADD_FAILURE() << "OUTBOX_TEST_ENV is not set: run through ctest";
-      return e;
-    }
-    std::ifstream in(path);
-    if (!in) ADD_FAILURE() << "cannot read " << path;
-    std::string line;
-    while (std::getline(in, line)) {
-      size_t eq = line.find('=');
-      if (eq != std::string::npos) {
-        e->vars_[line.substr(0, eq)] = line.substr(eq + 1);
-      }
-    }
+    e->vars_ = ReadEnvFile("OUTBOX_TEST_ENV");
     return e;
   }();
   return *env;
 }
 
 std::string TestEnv::Var(const std::string& key) const {
-  auto it = vars_.find(key);
-  if (it == vars_.end()) {
-    ADD_FAILURE() << key << " missing from the test environment file";
-    return "";
+  return EnvVar(vars_, key);
+}
+
+const ClusterEnv& ClusterEnv::Get() {
+  static const ClusterEnv* env = [] {
+    auto* e = new ClusterEnv;
+    e->vars_ = ReadEnvFile("OUTBOX_CLUSTER_ENV");
+    return e;
+  }();
+  return *env;
+}
+
+std::string ClusterEnv::Var(const std::string& key) const {
+  return EnvVar(vars_, key);
+}
+
+std::string ClusterEnv::broker(int node) const {
+  std::vector<std::string> all = absl::StrSplit(brokers(), ',');
+  return node >= 1 && node <= static_cast<int>(all.size()) ? all[node - 1] : "";
+}
+
+absl::StatusOr<std::string> ClusterEnv::Run(
+    const std::string& command, const std::vector<std::string>& args) const {
+  const char* root = std::getenv("OUTBOX_ROOT");
+  const std::string out = TempDir("cluster_cmd");
+  std::string cmd = absl::StrCat(
+      ShellQuote(absl::StrCat(root ? root : ".", "/scripts/kafka_cluster.sh")),
+      " ", ShellQuote(command), " ", ShellQuote(dir()));
+  for (const auto& arg : args) absl::StrAppend(&cmd, " ", ShellQuote(arg));
+  absl::StrAppend(&cmd, " >", out, "/stdout 2>", out, "/stderr");
+  const int st = system(cmd.c_str());
+  std::string stdout_text(
+      absl::StripTrailingAsciiWhitespace(ReadFile(out + "/stdout")));
+  std::string stderr_text(
+      absl::StripTrailingAsciiWhitespace(ReadFile(out + "/stderr")));
+  std::filesystem::remove_all(out);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    return absl::InternalError(absl::StrCat(
+        "kafka_cluster.sh ", command, " ", absl::StrJoin(args, " "), " exited ",
+        WIFEXITED(st) ? WEXITSTATUS(st) : -1, ": ", stderr_text));
   }
-  return it->second;
+  return stdout_text;
+}
+
+absl::StatusOr<int> ClusterEnv::NodeNumber(
+    const std::string& command, const std::vector<std::string>& args) const {
+  auto out = Run(command, args);
+  if (!out.ok()) return out.status();
+  int node = 0;
+  if (!absl::SimpleAtoi(*out, &node) || node < 1) {
+    return absl::InternalError(absl::StrCat("kafka_cluster.sh ", command,
+                                            " printed '", *out,
+                                            "', not a node number"));
+  }
+  return node;
+}
+
+absl::StatusOr<int> ClusterEnv::Leader(const std::string& topic,
+                                       int partition) const {
+  return NodeNumber("leader", {topic, std::to_string(partition)});
+}
+
+absl::StatusOr<int> ClusterEnv::Coordinator(
+    const std::string& transactional_id) const {
+  return NodeNumber("coordinator", {transactional_id});
+}
+
+absl::StatusOr<int> ClusterEnv::Controller() const {
+  return NodeNumber("controller", {});
+}
+
+std::vector<int> ClusterEnv::Alive() const {
+  std::vector<int> nodes;
+  auto out = Run("alive");
+  if (!out.ok()) {
+    ADD_FAILURE() << out.status();
+    return nodes;
+  }
+  for (absl::string_view line : absl::StrSplit(*out, '\n', absl::SkipEmpty())) {
+    int node = 0;
+    if (absl::SimpleAtoi(line, &node)) nodes.push_back(node);
+  }
+  return nodes;
+}
+
+absl::Status ClusterEnv::Restore(int timeout_s) const {
+  auto healed = Run("heal");
+  if (!healed.ok()) return healed.status();
+  std::vector<int> alive = Alive();
+  const int n = static_cast<int>(
+      std::vector<std::string>(absl::StrSplit(brokers(), ',')).size());
+  for (int node = 1; node <= n; ++node) {
+    if (std::find(alive.begin(), alive.end(), node) != alive.end()) continue;
+    auto started = Run("restart", {std::to_string(node)});
+    if (!started.ok()) return started.status();
+  }
+  auto whole = Run("wait-isr", {std::to_string(timeout_s)});
+  return whole.ok() ? absl::OkStatus() : whole.status();
 }
 
 std::string UniqueName(const std::string& prefix) {

@@ -1,5 +1,6 @@
 // Test-only access to the real servers the `outbox_servers` CTest fixture
-// started: connection details, a plain SQL connection, a Kafka producer and
+// started (and the Kafka cluster of the kafka_cluster_4/_39 fixtures):
+// connection details, a plain SQL connection, a Kafka producer and
 // consumer. Fails the test (ADD_FAILURE / ASSERT) on any server error.
 #ifndef OUTBOX_TESTS_E2E_TEST_ENV_H_
 #define OUTBOX_TESTS_E2E_TEST_ENV_H_
@@ -25,6 +26,46 @@ class TestEnv {
   std::string pg_dir() const { return Var("OUTBOX_PG_DIR"); }
 
  private:
+  std::map<std::string, std::string> vars_;
+};
+
+// The Kafka cluster a cluster case runs on (outbox_cluster_test in
+// tests/CMakeLists.txt): KEY=VALUE pairs from the file named by
+// $OUTBOX_CLUSTER_ENV, and scripts/kafka_cluster.sh's commands on it. A
+// case holds the cluster alone (RESOURCE_LOCK) and must leave it whole:
+// call Restore() in TearDown, whatever the case did.
+class ClusterEnv {
+ public:
+  static const ClusterEnv& Get();
+  std::string Var(const std::string& key) const;
+  // Every node's client listener, "127.0.0.1:p1,127.0.0.1:p2,...".
+  std::string brokers() const { return Var("OUTBOX_KAFKA_CLUSTER_BROKERS"); }
+  std::string dir() const { return Var("OUTBOX_KAFKA_CLUSTER_DIR"); }
+  // The Kafka version the nodes run (3.9.1, 4.4.0).
+  std::string version() const { return Var("OUTBOX_KAFKA_CLUSTER_VERSION"); }
+  // Node `node`'s (1..N) client address alone, "" when there is none.
+  std::string broker(int node) const;
+
+  // scripts/kafka_cluster.sh COMMAND dir() ARGS...: its output (trimmed),
+  // or an error with its exit status and what it printed on stderr.
+  absl::StatusOr<std::string> Run(
+      const std::string& command,
+      const std::vector<std::string>& args = {}) const;
+  // Node numbers: the leader of topic-partition, the transaction
+  // coordinator of a transactional id, the active controller.
+  absl::StatusOr<int> Leader(const std::string& topic, int partition) const;
+  absl::StatusOr<int> Coordinator(const std::string& transactional_id) const;
+  absl::StatusOr<int> Controller() const;
+  // The node numbers running.
+  std::vector<int> Alive() const;
+  // Makes the cluster whole again: every network partition healed, every
+  // node not running started, every partition with its full ISR (within
+  // timeout_s). For TearDown: call it even when the case failed.
+  absl::Status Restore(int timeout_s = 300) const;
+
+ private:
+  absl::StatusOr<int> NodeNumber(const std::string& command,
+                                 const std::vector<std::string>& args) const;
   std::map<std::string, std::string> vars_;
 };
 

@@ -54,14 +54,18 @@ for f in scripts/lib.sh docker/postgres-entrypoint.sh; do
 done
 grep -q 'postgresql-15-wal2json' docker/postgres.Dockerfile || fail "no wal2json in postgres image"
 
-# 4. Kafka: the pinned broker version and the KRaft settings of kafka.sh.
-kver=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml)
+# 4. Kafka: the pinned release of the default version (kafka_version in
+#    scripts/lib.sh) and the KRaft settings of kafka.sh (its own lines and
+#    the ones every node shares, in lib.sh).
+kver=$(OUTBOX_KAFKA_VERSION='' bash -c 'source scripts/lib.sh && kafka_release')
+kpom=$(OUTBOX_KAFKA_VERSION='' bash -c 'source scripts/lib.sh && kafka_pom')
+[ -n "$kver" ] || fail "no <kafka.version> in $kpom"
 grep -q "image: apache/kafka:$kver\$" "$compose" ||
-  fail "compose.yaml's apache/kafka tag is not $kver (scripts/kafka/pom.xml)"
+  fail "compose.yaml's apache/kafka tag is not $kver (${kpom#"$root"/})"
 for prop in process.roles num.partitions offsets.topic.replication.factor \
             transaction.state.log.replication.factor transaction.state.log.min.isr \
             group.initial.rebalance.delay.ms auto.create.topics.enable; do
-  val=$(sed -n "s/^$prop=//p" scripts/kafka.sh)
+  val=$(sed -n "s/^$prop=//p" scripts/kafka.sh scripts/lib.sh)
   env=KAFKA_$(echo "$prop" | tr 'a-z.' 'A-Z_')
   got=$(sed -n "s/^ *$env: *//p" "$compose" | tr -d '"')
   [ "$got" = "$val" ] || fail "compose.yaml $env='$got', scripts/kafka.sh $prop=$val"
