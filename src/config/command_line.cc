@@ -52,6 +52,10 @@ constexpr CommandLineFlag kFlags[] = {
      "picks outbox.debezium.run_id (default: the newest Debezium's "
      "headers)",
      kRelayOnly},
+    {"principal", "PRINCIPAL", "",
+     "acls: the principal to grant, User:NAME (default: User: and "
+     "kafka.properties.sasl.username, else User:outbox-relay)",
+     kDaemons},
     {"max-duplicates", "N", "",
      "fail when there are more than N duplicates, an integer >= 0 (without "
      "it any number "
@@ -88,6 +92,10 @@ constexpr CommandSpec kCommands[] = {
      "are in the outbox tables but in no Kafka record, as the relay would; "
      "never touches the slot",
      kRelayOnly},
+    {"acls", "", CommandLine::Command::kAcls,
+     "print the kafka-acls commands granting the Kafka access this "
+     "configuration needs (docs/operations/kafka-acls.md), then exit",
+     kDaemons},
     {"from-debezium", "FILE", CommandLine::Command::kFromDebezium,
      "print the configuration that gives the records of this Debezium "
      "connector (.properties or Connect REST .json)",
@@ -255,6 +263,9 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
     } else if (flag->name == "debezium-version") {
       if (value.empty()) return Error("--debezium-version needs a version");
       cl.debezium_version = value;
+    } else if (flag->name == "principal") {
+      if (value.empty()) return Error("--principal needs a principal");
+      cl.acl_principal = value;
     } else if (flag->name == "json") {
       cl.audit.json = true;
     } else if (flag->name == "read-committed") {
@@ -286,6 +297,9 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
   if (cl.command != CommandLine::Command::kFromDebezium &&
       !cl.debezium_version.empty()) {
     return Error("--debezium-version belongs to the from-debezium command");
+  }
+  if (cl.command != CommandLine::Command::kAcls && !cl.acl_principal.empty()) {
+    return Error("--principal belongs to the acls command");
   }
   if (cl.command != CommandLine::Command::kRepublish) {
     if (!republish_flag.empty()) {

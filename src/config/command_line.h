@@ -2,8 +2,8 @@
 // outbox-audit. Each tool accepts only its own commands and flags (see
 // kFlags in command_line.cc); the others are refused with one line.
 //
-//   PROGRAM [run|status|republish|from-debezium FILE] [--config FILE] [--pg
-//   CONNINFO] [--kafka BROKERS]
+//   PROGRAM [run|status|republish|acls|from-debezium FILE] [--config FILE]
+//   [--pg CONNINFO] [--kafka BROKERS]
 //           [--slot NAME] [--tables a,b] [--topic TEMPLATE]
 //           [--set key.path=value]... [--help] [--version]
 //
@@ -13,6 +13,9 @@
 //
 // outbox-audit takes --json, --read-committed, --max-duplicates N and
 // --timeout-s S (reading Kafka), and no command.
+//
+// acls (outbox-relay and outbox-poller) prints the kafka-acls commands of
+// the configuration (config/kafka_acls.h); it takes --principal P.
 //
 // from-debezium (outbox-relay only) takes the Debezium connector's
 // configuration file ("-": standard input) and optionally
@@ -38,7 +41,7 @@
 namespace outbox {
 
 struct CommandLine {
-  enum class Command { kRun, kStatus, kRepublish, kFromDebezium };
+  enum class Command { kRun, kStatus, kRepublish, kFromDebezium, kAcls };
 
   // The republish command's flags (cli/republish_command.h). Timestamps
   // are PostgreSQL timestamptz text, checked by the server.
@@ -79,6 +82,7 @@ struct CommandLine {
   Audit audit;
   std::string debezium_config;   // from-debezium's file
   std::string debezium_version;  // from-debezium: empty, the newest
+  std::string acl_principal;     // acls: empty, DefaultAclPrincipal()
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,

@@ -225,6 +225,15 @@ struct KafkaConfig {
     int64_t replication_factor = -1;  // -1: default.replication.factor
     std::map<std::string, std::string> configs;  // topic configs
   } topic_creation;
+  // The topics the relay creates for itself (checkpoint_topic, state_topic,
+  // and the dead-letter topic when kafka.topic_creation creates it):
+  // replication settings of a created topic; an existing topic is never
+  // altered. -1: the cluster's default.replication.factor and
+  // min.insync.replicas.
+  struct InternalTopics {
+    int64_t replication_factor = -1;
+    int64_t min_insync_replicas = -1;
+  } internal_topics;
 };
 
 struct LimitsConfig {

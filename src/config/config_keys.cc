@@ -437,6 +437,27 @@ std::vector<ConfigKey> BuildKeys() {
              "topic_creation: topic configs of a created topic "
              "(cleanup.policy, retention.ms, min.insync.replicas, ...)")
           .For(kDaemons));
+  add(Global("kafka.internal_topics.replication_factor",
+             G(kafka.internal_topics.replication_factor),
+             "replication factor of the topics the relay creates for itself "
+             "when missing: kafka.checkpoint_topic, kafka.state_topic, and "
+             "outbox.dead_letter_topic (created under kafka.topic_creation, "
+             "whose settings apply to it otherwise); -1 is the cluster's "
+             "default.replication.factor (for the dead-letter topic, "
+             "kafka.topic_creation.replication_factor); an existing topic is "
+             "never altered. At start a topic the relay depends on with "
+             "replication factor 1 on a cluster of 3 or more brokers is "
+             "logged as a warning (outbox_relay_unreplicated_topics)")
+          .Min(-1)
+          .For(kRelayOnly));
+  add(Global("kafka.internal_topics.min_insync_replicas",
+             G(kafka.internal_topics.min_insync_replicas),
+             "min.insync.replicas of the topics "
+             "kafka.internal_topics.replication_factor applies to, when the "
+             "relay creates them; -1 is the cluster's min.insync.replicas "
+             "(for the dead-letter topic, kafka.topic_creation.configs')")
+          .Min(-1)
+          .For(kRelayOnly));
   // limits
   add(Global("limits.max_inflight_events", G(limits.max_inflight_events),
              "events handed to Kafka but not yet acknowledged before reading "

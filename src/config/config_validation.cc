@@ -43,9 +43,23 @@ absl::Status ValidateConfig(const Config& c) {
        {std::pair{"kafka.topic_creation.partitions",
                   c.kafka.topic_creation.partitions},
         std::pair{"kafka.topic_creation.replication_factor",
-                  c.kafka.topic_creation.replication_factor}}) {
+                  c.kafka.topic_creation.replication_factor},
+        std::pair{"kafka.internal_topics.replication_factor",
+                  c.kafka.internal_topics.replication_factor},
+        std::pair{"kafka.internal_topics.min_insync_replicas",
+                  c.kafka.internal_topics.min_insync_replicas}}) {
     if (value == 0)
       return InvalidConfigValue(key, "0 (use -1 for the broker's default)");
+  }
+  if (const KafkaConfig::InternalTopics& it = c.kafka.internal_topics;
+      it.replication_factor > 0 &&
+      it.min_insync_replicas > it.replication_factor) {
+    return InvalidConfigValue(
+        "kafka.internal_topics.min_insync_replicas",
+        absl::StrCat(it.min_insync_replicas,
+                     " is above kafka.internal_topics.replication_factor ",
+                     it.replication_factor,
+                     ": no write to those topics could ever succeed"));
   }
   if (!c.postgres.acknowledge_slot_loss.empty() &&
       !ParseLsn(c.postgres.acknowledge_slot_loss).ok()) {

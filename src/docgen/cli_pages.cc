@@ -64,6 +64,7 @@ std::vector<CliPage> BuildPages() {
       "outbox-relay status [option...]",
       "outbox-relay republish {--since TIMESTAMP [--until TIMESTAMP] | --all} "
       "[--dry-run] [--timeout-s S] [option...]",
+      "outbox-relay acls [--principal PRINCIPAL] [option...]",
       "outbox-relay from-debezium FILE",
   };
   relay.description = {
@@ -94,6 +95,11 @@ std::vector<CliPage> BuildPages() {
        "produce the events of a time range (`--since`/`--until`, or `--all`) "
        "that are in the outbox tables but in no Kafka record, as the relay "
        "would; never touches the slot"},
+      {"acls",
+       "print the `kafka-acls` commands that grant the principal "
+       "(`--principal`, default `User:` and `kafka.properties.sasl.username`) "
+       "every Kafka resource and operation this configuration needs, then "
+       "exit; see docs/operations/kafka-acls.md"},
       {"from-debezium FILE",
        "print the configuration that gives the records of this Debezium "
        "connector (`.properties` or Connect REST `.json`; `-` reads standard "
@@ -128,6 +134,8 @@ std::vector<CliPage> BuildPages() {
       {"Re-publish what a lost slot missed, first as a dry run:",
        "outbox-relay republish --config relay.yaml --since '2024-05-01 "
        "09:50:00+00' --dry-run"},
+      {"Grant the relay's principal its Kafka access:",
+       "outbox-relay acls --config relay.yaml > acls.sh"},
       {"Translate a Debezium connector:",
        "outbox-relay from-debezium connector.properties > relay.yaml"},
   };
@@ -137,7 +145,8 @@ std::vector<CliPage> BuildPages() {
   poller.name = "outbox-poller";
   poller.summary =
       "publish a PostgreSQL transactional outbox to Kafka by polling";
-  poller.synopsis = {"outbox-poller [run] [option...]"};
+  poller.synopsis = {"outbox-poller [run] [option...]",
+                     "outbox-poller acls [--principal PRINCIPAL] [option...]"};
   poller.description = {
       "`outbox-poller` is the polling relay, for databases where logical "
       "replication is not allowed. It claims unsent rows with `SELECT ... "
@@ -150,7 +159,11 @@ std::vector<CliPage> BuildPages() {
       "by side; per-key order holds with one instance only.",
   };
   poller.commands = {
-      {"run", "poll until SIGTERM or SIGINT (the only command)"}};
+      {"run", "poll until SIGTERM or SIGINT (the default)"},
+      {"acls",
+       "print the `kafka-acls` commands that grant the principal "
+       "(`--principal`) the Kafka access this configuration needs, then "
+       "exit; see docs/operations/kafka-acls.md"}};
   poller.options = Options(Program::kPoller);
   poller.exit_status = DaemonExitStatus();
   poller.environment = Environment();

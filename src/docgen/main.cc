@@ -3,10 +3,11 @@
 //   outbox-docgen OUTDIR
 //
 // writes OUTDIR/reference/{configuration,metrics,exit-codes,outbox-relay,
-// outbox-poller,outbox-audit}.md and OUTDIR/man/{outbox-relay,outbox-poller,
-// outbox-audit}.1 from the key table (config/config_keys.h), the metric
-// registries (RelayMetrics, PollerMetrics), the exit codes
-// (daemon/exit_code.h) and the flag table (config/command_line.h, each
+// outbox-poller,outbox-audit}.md, OUTDIR/man/{outbox-relay,outbox-poller,
+// outbox-audit}.1 and OUTDIR/operations/kafka-acls.md from the key table
+// (config/config_keys.h), the metric registries (RelayMetrics,
+// PollerMetrics), the exit codes (daemon/exit_code.h), the ACL list
+// (config/kafka_acls.h) and the flag table (config/command_line.h, each
 // flag with its tools). scripts/gen_docs.sh runs it on docs/;
 // docs_generated_test runs it on a scratch directory and fails when the
 // committed pages differ. Not installed; exit 0, or 1 when a file cannot be
@@ -26,6 +27,7 @@
 #include "config/command_line.h"
 #include "config/config_keys.h"
 #include "daemon/exit_code.h"
+#include "docgen/acl_page.h"
 #include "docgen/cli_pages.h"
 #include "poller/poller_metrics.h"
 #include "relay/relay_metrics.h"
@@ -207,9 +209,11 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   const std::filesystem::path dir = argv[1];
-  bool ok = Write(dir / "reference/configuration.md", ConfigurationPage()) &&
-            Write(dir / "reference/metrics.md", MetricsPage()) &&
-            Write(dir / "reference/exit-codes.md", ExitCodesPage());
+  bool ok =
+      Write(dir / "reference/configuration.md", ConfigurationPage()) &&
+      Write(dir / "reference/metrics.md", MetricsPage()) &&
+      Write(dir / "reference/exit-codes.md", ExitCodesPage()) &&
+      Write(dir / "operations/kafka-acls.md", KafkaAclsPage(kGeneratedNote));
   for (const CliPage& page : CliPages()) {
     ok = ok &&
          Write(dir / "reference" / (page.name + ".md"),

@@ -57,7 +57,8 @@ absl::StatusOr<std::string> DescribeCleanupPolicy(rd_kafka_t* rk,
 }  // namespace
 
 absl::StatusOr<CheckpointTopicState> EnsureCheckpointTopic(
-    const KafkaOptions& options, const std::string& topic, int timeout_ms) {
+    const KafkaOptions& options, const std::string& topic,
+    const KafkaConfig::InternalTopics& internal, int timeout_ms) {
   ASSIGN_OR_RETURN(std::unique_ptr<TopicAdmin> admin,
                    TopicAdmin::Create(options));
   rd_kafka_t* rk = admin->handle();
@@ -66,10 +67,11 @@ absl::StatusOr<CheckpointTopicState> EnsureCheckpointTopic(
       DescribeCleanupPolicy(rk, topic, timeout_ms);
   if (absl::IsNotFound(policy.status())) {
     // One partition (one key per database and slot), compacted; the
-    // broker's default replication factor.
+    // replication kafka.internal_topics sets (default: the cluster's).
     NewTopicSpec spec;
     spec.partitions = 1;
     spec.configs[kCleanupPolicy] = "compact";
+    ApplyInternalTopics(internal, &spec);
     if (absl::Status s = admin->CreateTopic(topic, spec, timeout_ms); !s.ok()) {
       return s;
     }

@@ -5,9 +5,11 @@
 // cleanup.policy=delete, retention would eventually delete the last
 // checkpoint of a quiet relay, and the next start would publish again
 // everything the slot still holds. A missing topic is created with one
-// partition (one key per database and slot: nothing to spread) and
-// cleanup.policy=compact; an existing one is only inspected, never
-// altered: it belongs to the operator.
+// partition (one key per database and slot: nothing to spread),
+// cleanup.policy=compact, and the replication factor and
+// min.insync.replicas of kafka.internal_topics (default: the cluster's); an
+// existing one is only inspected, never altered: it belongs to the
+// operator.
 //
 // Uses a short-lived admin client; includes rdkafka.h for that only.
 // Threading: any thread; blocks up to timeout_ms.
@@ -17,6 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "config/config.h"
 #include "kafka/rdkafka_sink.h"
 
 namespace outbox {
@@ -33,8 +36,11 @@ struct CheckpointTopicState {
 // Unavailable when Kafka cannot be asked within timeout_ms; other errors
 // (authorization, a policy refusing the creation) name the topic and the
 // broker's message.
+// `internal`: the replication factor and min.insync.replicas of a created
+// topic (kafka.internal_topics).
 absl::StatusOr<CheckpointTopicState> EnsureCheckpointTopic(
-    const KafkaOptions& options, const std::string& topic, int timeout_ms);
+    const KafkaOptions& options, const std::string& topic,
+    const KafkaConfig::InternalTopics& internal, int timeout_ms);
 
 }  // namespace outbox
 

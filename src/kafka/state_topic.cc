@@ -14,12 +14,14 @@ namespace outbox {
 KafkaSlotMarkerStore::KafkaSlotMarkerStore(KafkaOptions options,
                                            std::string topic,
                                            std::string marker_id,
-                                           std::string slot, int timeout_ms)
+                                           std::string slot, int timeout_ms,
+                                           KafkaConfig::InternalTopics internal)
     : options_(std::move(options)),
       topic_(std::move(topic)),
       slot_(std::move(slot)),
       key_(absl::StrCat(marker_id, "/", slot_)),
-      timeout_ms_(timeout_ms) {}
+      timeout_ms_(timeout_ms),
+      internal_(internal) {}
 
 KafkaSlotMarkerStore::~KafkaSlotMarkerStore() = default;
 
@@ -32,7 +34,7 @@ absl::StatusOr<std::optional<std::string>> KafkaSlotMarkerStore::Load(
     const std::string& system_id) {
   if (!topic_checked_) {
     absl::StatusOr<CheckpointTopicState> t =
-        EnsureCheckpointTopic(options_, topic_, timeout_ms_);
+        EnsureCheckpointTopic(options_, topic_, internal_, timeout_ms_);
     if (absl::IsUnavailable(t.status())) return t.status();
     topic_checked_ = true;
     if (!t.ok()) {

@@ -16,15 +16,15 @@
 // relay wrote under "<system identifier>/<slot>"; the next Save() writes it
 // under the new key (the old record stays, unread once the new one exists).
 //
-// The topic is created (compacted, one partition) when missing, at the
-// first Load(). Once that check saw the topic (or created it, or could not
-// tell), a broker answering "unknown topic" (restarting, stale metadata) is
-// Unavailable, never "no marker". Save() produces the record with an
-// idempotent producer of its own (never enable.gapless.guarantee) and waits
-// for the broker's acknowledgement (acks=all); any failure drops that
-// producer, so the next Save() starts from a new one (a fatal producer
-// error, a missing WRITE ACL granted later). Kafka unreachable within the
-// timeout: Unavailable (the relay retries).
+// The topic is created (compacted, one partition, kafka.internal_topics'
+// replication) when missing, at the first Load(). Once that check saw the topic
+// (or created it, or could not tell), a broker answering "unknown topic"
+// (restarting, stale metadata) is Unavailable, never "no marker". Save()
+// produces the record with an idempotent producer of its own (never
+// enable.gapless.guarantee) and waits for the broker's acknowledgement
+// (acks=all); any failure drops that producer, so the next Save() starts from a
+// new one (a fatal producer error, a missing WRITE ACL granted later). Kafka
+// unreachable within the timeout: Unavailable (the relay retries).
 //
 // Threading: StoredSlotMarker serializes the calls.
 #ifndef OUTBOX_KAFKA_STATE_TOPIC_H_
@@ -33,6 +33,7 @@
 #include <memory>
 #include <string>
 
+#include "config/config.h"
 #include "kafka/rdkafka_sink.h"
 #include "pg/slot_marker.h"
 
@@ -42,8 +43,11 @@ class KafkaSlotMarkerStore final : public SlotMarkerStore {
  public:
   // `options`: the relay's producer options (brokers, TLS, SASL).
   // `marker_id`: postgres.slot_marker_id (not empty).
+  // `internal`: the replication of the topic when it is created
+  // (kafka.internal_topics).
   KafkaSlotMarkerStore(KafkaOptions options, std::string topic,
-                       std::string marker_id, std::string slot, int timeout_ms);
+                       std::string marker_id, std::string slot, int timeout_ms,
+                       KafkaConfig::InternalTopics internal = {});
   ~KafkaSlotMarkerStore() override;
 
   // `system_id` names the record of an older relay, read when the marker
@@ -69,6 +73,7 @@ class KafkaSlotMarkerStore final : public SlotMarkerStore {
   const std::string slot_;
   const std::string key_;
   const int timeout_ms_;
+  const KafkaConfig::InternalTopics internal_;
   bool topic_checked_ = false;
   // Why the first Load() could not check the topic; "" when it could.
   std::string unchecked_;

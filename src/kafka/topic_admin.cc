@@ -8,6 +8,17 @@
 
 namespace outbox {
 
+void ApplyInternalTopics(const KafkaConfig::InternalTopics& internal,
+                         NewTopicSpec* spec) {
+  if (internal.replication_factor > 0) {
+    spec->replication_factor = static_cast<int>(internal.replication_factor);
+  }
+  if (internal.min_insync_replicas > 0) {
+    spec->configs["min.insync.replicas"] =
+        absl::StrCat(internal.min_insync_replicas);
+  }
+}
+
 absl::StatusOr<std::unique_ptr<TopicAdmin>> TopicAdmin::Create(
     const KafkaOptions& options) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -72,13 +83,15 @@ absl::Status TopicAdmin::CreateTopic(const std::string& topic,
 
 absl::Status CreateMissingTopic(const KafkaOptions& kafka,
                                 const KafkaConfig::TopicCreation& creation,
-                                const std::string& topic, int timeout_ms) {
+                                const std::string& topic, int timeout_ms,
+                                const KafkaConfig::InternalTopics* internal) {
   absl::StatusOr<std::unique_ptr<TopicAdmin>> admin = TopicAdmin::Create(kafka);
   if (!admin.ok()) return admin.status();
   NewTopicSpec spec;
   spec.partitions = static_cast<int>(creation.partitions);
   spec.replication_factor = static_cast<int>(creation.replication_factor);
   spec.configs = creation.configs;
+  if (internal != nullptr) ApplyInternalTopics(*internal, &spec);
   absl::Status s = (*admin)->CreateTopic(topic, spec, timeout_ms);
   if (!s.ok()) {
     Log(Severity::kWarn, "cannot create the missing topic",
@@ -88,7 +101,10 @@ absl::Status CreateMissingTopic(const KafkaOptions& kafka,
   Log(Severity::kInfo, "created the missing topic (kafka.topic_creation)",
       {{"topic", topic},
        {"partitions", absl::StrCat(spec.partitions)},
-       {"replication_factor", absl::StrCat(spec.replication_factor)}});
+       {"replication_factor", absl::StrCat(spec.replication_factor)},
+       {"min.insync.replicas", spec.configs.count("min.insync.replicas")
+                                   ? spec.configs["min.insync.replicas"]
+                                   : "-1"}});
   return absl::OkStatus();
 }
 

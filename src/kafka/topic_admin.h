@@ -1,6 +1,8 @@
 // Topic administration over a short-lived admin client: creating a topic
-// (the exactly-once checkpoint topic, kafka/checkpoint_topic.h, and missing
-// event topics under kafka.topic_creation, docs/operations/topics.md).
+// (the exactly-once checkpoint topic and the state topic,
+// kafka/checkpoint_topic.h, with kafka.internal_topics' replication, and
+// missing event and dead-letter topics under kafka.topic_creation,
+// docs/operations/topics.md).
 //
 // TopicAdmin is a producer that never produces, built from the relay's
 // Kafka options (TLS and SASL included). Includes rdkafka.h for that only.
@@ -28,6 +30,14 @@ struct NewTopicSpec {
   std::map<std::string, std::string> configs;  // topic configs
 };
 
+// kafka.internal_topics: sets `spec`'s replication factor and
+// min.insync.replicas (topic config) for a topic the relay creates for
+// itself; a -1 setting leaves what `spec` has (for the checkpoint and state
+// topics the cluster's default; for the dead-letter topic
+// kafka.topic_creation's).
+void ApplyInternalTopics(const KafkaConfig::InternalTopics& internal,
+                         NewTopicSpec* spec);
+
 class TopicAdmin {
  public:
   // InvalidArgument names a property librdkafka rejected.
@@ -53,10 +63,14 @@ class TopicAdmin {
 
 // kafka.topic_creation: creates `topic`, which Kafka said does not exist,
 // with the configured partitions, replication factor and configs; logs
-// the outcome. Errors as CreateTopic()'s (and Create()'s).
-absl::Status CreateMissingTopic(const KafkaOptions& kafka,
-                                const KafkaConfig::TopicCreation& creation,
-                                const std::string& topic, int timeout_ms);
+// the outcome. `internal` non-null: the topic is one the relay depends on
+// itself (the dead-letter topic), whose replication factor and
+// min.insync.replicas come from kafka.internal_topics instead. Errors as
+// CreateTopic()'s (and Create()'s).
+absl::Status CreateMissingTopic(
+    const KafkaOptions& kafka, const KafkaConfig::TopicCreation& creation,
+    const std::string& topic, int timeout_ms,
+    const KafkaConfig::InternalTopics* internal = nullptr);
 
 }  // namespace outbox
 

@@ -13,6 +13,7 @@
 #include "common/version.h"
 #include "config/command_line.h"
 #include "config/config.h"
+#include "config/kafka_acls.h"
 #include "daemon/daemon_start.h"
 #include "daemon/exit_code.h"
 #include "http/metrics_server.h"
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
   DaemonStart start = StartDaemon(Tool::kPoller, argc, argv, &g_stop);
   if (start.exit_code) return *start.exit_code;
   const Config* config = &start.config;
+  if (start.command_line.command == CommandLine::Command::kAcls) {
+    return RunAclsCommand(*config, AclClient::kPoller,
+                          start.command_line.acl_principal, stdout);
+  }
 
   auto registry = std::make_shared<prometheus::Registry>();
   PollerMetrics metrics(*registry);

@@ -12,6 +12,7 @@
 #include "common/version.h"
 #include "config/command_line.h"
 #include "config/config.h"
+#include "config/kafka_acls.h"
 #include "daemon/daemon_start.h"
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
@@ -55,6 +56,10 @@ int main(int argc, char** argv) {
     return RunFromDebeziumCommand(start.command_line.debezium_config,
                                   start.command_line.debezium_version, stdout,
                                   stderr);
+  }
+  if (start.command_line.command == CommandLine::Command::kAcls) {
+    return RunAclsCommand(*config, AclClient::kRelay,
+                          start.command_line.acl_principal, stdout);
   }
   if (start.command_line.command == CommandLine::Command::kRepublish) {
     return RunRepublishCommand(*config, start.command_line.republish, stdout,

@@ -109,6 +109,13 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
                "Unsafe failover settings the last readiness check found (each "
                "logged as a warning).");
   SetFailoverProblems(std::nullopt);
+  unreplicated_topics_ = NewGauge(
+      r, "outbox_relay_unreplicated_topics",
+      "Topics the relay depends on (events, dead letters, checkpoints, slot "
+      "marker) with replication factor 1 on a cluster of 3 or more brokers, "
+      "as the check at the first session found them (logged as a warning); "
+      "NaN until checked.");
+  unreplicated_topics_->Set(std::numeric_limits<double>::quiet_NaN());
   auto& blocked =
       prometheus::BuildGauge()
           .Name("outbox_relay_kafka_blocked")
@@ -358,6 +365,10 @@ void RelayMetrics::SetFailoverProblems(std::optional<size_t> problems) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   failover_ready_->Set(problems ? (*problems == 0 ? 1 : 0) : kNaN);
   failover_problems_->Set(problems ? static_cast<double>(*problems) : kNaN);
+}
+
+void RelayMetrics::SetUnreplicatedTopics(size_t topics) {
+  unreplicated_topics_->Set(static_cast<double>(topics));
 }
 
 void RelayMetrics::FillStatus(StatusSnapshot* s) const {

@@ -39,6 +39,11 @@
 //                                                older, failover_slot off)
 //   outbox_relay_failover_problems               unsafe settings found
 //                                                (pg/failover_readiness.h)
+//   outbox_relay_unreplicated_topics             topics the relay depends on
+//                                                with replication factor 1
+//                                                on 3+ brokers (checked at
+//                                                the first session; NaN:
+//                                                not yet)
 //   outbox_relay_nontransactional_messages_total non-transactional logical
 //                                                messages under the outbox
 //                                                prefix, ignored
@@ -152,6 +157,9 @@ class RelayMetrics : public PipelineObserver {
   // The failover readiness check's problem count; nullopt: not checked.
   // Never affects /readyz: the relay works either way.
   void SetFailoverProblems(std::optional<size_t> problems);
+  // Supervisor thread: the start-up replication check's count
+  // (kafka/topic_replication.h). Never affects /readyz.
+  void SetUnreplicatedTopics(size_t topics);
 
   // The tableless outbox: a non-transactional message ignored. Relay
   // thread.
@@ -240,6 +248,7 @@ class RelayMetrics : public PipelineObserver {
   prometheus::Gauge* slot_active_;
   prometheus::Gauge* failover_ready_;
   prometheus::Gauge* failover_problems_;
+  prometheus::Gauge* unreplicated_topics_;
   prometheus::Gauge* kafka_blocked_authorization_;
   prometheus::Gauge* kafka_blocked_unknown_topic_;
   std::string kafka_blocked_topic_;  // relay thread; "" when not blocked

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "kafka/checkpoint_reader.h"
@@ -133,8 +134,22 @@ absl::StatusOr<Session> SessionFactory::Open(const std::atomic<bool>& stop) {
 
 absl::StatusOr<std::unique_ptr<RdKafkaSink>> SessionFactory::CreateProducer(
     const KafkaOptions& session_kafka) {
-  ASSIGN_OR_RETURN(std::unique_ptr<RdKafkaSink> sink,
-                   RdKafkaSink::Create(session_kafka));
+  absl::StatusOr<std::unique_ptr<RdKafkaSink>> created =
+      RdKafkaSink::Create(session_kafka);
+  if (!created.ok() &&
+      absl::StrContains(created.status().message(),
+                        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")) {
+    // A missing ACL, granted later like a topic's (the relay retries):
+    // the one line names what to grant.
+    return absl::UnavailableError(absl::StrCat(
+        "waiting for a Kafka ACL: the relay's principal may not use "
+        "transactional id ",
+        session_kafka.transactional_id,
+        " (grant it WRITE and DESCRIBE on the transactional id; "
+        "`outbox-relay acls` prints the line): ",
+        created.status().message()));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<RdKafkaSink> sink, std::move(created));
   if (!producer_logged_) {
     producer_logged_ = true;
     const auto& props = sink->effective_properties();  // masked
@@ -185,9 +200,9 @@ absl::Status SessionFactory::StartTransactions(
     const std::string& timeline_history) {
   const ServerInfo& server = session.stream->server();
   if (!checkpoint_topic_checked_) {
-    absl::StatusOr<CheckpointTopicState> topic =
-        EnsureCheckpointTopic(session_kafka, config_.kafka.checkpoint_topic,
-                              config_.kafka.flush_timeout_ms);
+    absl::StatusOr<CheckpointTopicState> topic = EnsureCheckpointTopic(
+        session_kafka, config_.kafka.checkpoint_topic,
+        config_.kafka.internal_topics, config_.kafka.flush_timeout_ms);
     if (absl::IsUnavailable(topic.status())) return topic.status();
     CheckCheckpointTopic(topic.ok() ? &*topic : nullptr, topic.status());
   }

@@ -400,7 +400,8 @@ absl::StatusOr<std::unique_ptr<StoredSlotMarker>> OpenSlotMarker(
         std::make_unique<KafkaSlotMarkerStore>(
             kafka, config.kafka.state_topic, config.postgres.slot_marker_id,
             config.postgres.slot,
-            static_cast<int>(config.kafka.flush_timeout_ms)),
+            static_cast<int>(config.kafka.flush_timeout_ms),
+            config.kafka.internal_topics),
         config.postgres.slot, acknowledged);
   }
   std::string dir = config.postgres.state_dir;

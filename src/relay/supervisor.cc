@@ -1,15 +1,19 @@
 #include "relay/supervisor.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "config/kafka_acls.h"
 #include "daemon/disposition.h"
 #include "daemon/lifecycle.h"
 #include "http/daemon_status.h"
 #include "kafka/topic_admin.h"
+#include "kafka/topic_replication.h"
 #include "plugin/output_plugin.h"
 #include "relay/heartbeat.h"
 #include "relay/relay.h"
@@ -22,6 +26,9 @@
 
 namespace outbox {
 namespace {
+
+// The start-up replication check waits at most this long for Kafka.
+constexpr int64_t kReplicationCheckTimeoutMs = 10000;
 
 // The one line for a session that ended on a missing ACL or topic
 // (IsTopicAccessError): what is missing and how it resumes.
@@ -161,11 +168,41 @@ class RelaySupervisor {
     }
     SetStates("connecting", kNoKafkaProducer);
     absl::StatusOr<Session> session = factory_->Open(stop_);
+    if (session.ok() && !replication_checked_) {
+      if (metrics_ != nullptr) {
+        metrics_->BusyUntil(clock_->NowMicros() +
+                            (kReplicationCheckTimeoutMs + 5000) * 1000);
+      }
+      CheckReplication();
+    }
     if (metrics_ != nullptr) {
       metrics_->BusyUntil(0);
       metrics_->Heartbeat(clock_->NowMicros());
     }
     return session;
+  }
+
+  // Once, at the first session (its internal topics exist by now): a
+  // warning for each topic the relay depends on that one broker's loss
+  // would take (kafka/topic_replication.h). Kafka not answering: tried
+  // again at the next session.
+  void CheckReplication() {
+    absl::StatusOr<ClusterReplication> cluster = DescribeTopicReplication(
+        kafka_,
+        static_cast<int>(std::min<int64_t>(config_.kafka.flush_timeout_ms,
+                                           kReplicationCheckTimeoutMs)));
+    if (!cluster.ok()) {
+      Log(Severity::kInfo, "cannot check the replication of the topics",
+          {{"error", std::string(cluster.status().message())}});
+      return;
+    }
+    replication_checked_ = true;
+    const std::vector<std::string> topics =
+        UnreplicatedTopics(*cluster, KafkaAcls(config_, AclClient::kRelay));
+    if (metrics_ != nullptr) metrics_->SetUnreplicatedTopics(topics.size());
+    if (!topics.empty()) {
+      Log(Severity::kWarn, UnreplicatedTopicsWarning(topics, cluster->brokers));
+    }
   }
 
   // A failed Connect(): the exit code, or nullopt after waiting to retry.
@@ -269,9 +306,15 @@ class RelaySupervisor {
     Disposition d = Dispose(end);
     absl::Status s = end.status;
     if (d.action == Disposition::Action::kCreateTopic) {
+      // The dead-letter topic is one the relay depends on: created with
+      // kafka.internal_topics' replication.
+      const bool dead_letter =
+          config_.outbox.on_invalid == OnInvalid::kDeadLetter &&
+          end.blocked_topic == config_.outbox.dead_letter_topic;
       absl::Status created = CreateMissingTopic(
           kafka_, config_.kafka.topic_creation, end.blocked_topic,
-          static_cast<int>(config_.kafka.flush_timeout_ms));
+          static_cast<int>(config_.kafka.flush_timeout_ms),
+          dead_letter ? &config_.kafka.internal_topics : nullptr);
       d = AfterTopicCreation(end, created, &s);
       // The topic exists now: no longer blocked, whoever delivers to it.
       if (created.ok() && metrics_ != nullptr) metrics_->ClearKafkaBlocked();
@@ -346,7 +389,8 @@ class RelaySupervisor {
   std::unique_ptr<MessageRouter> message_router_;
   std::unique_ptr<StoredSlotMarker> slot_marker_;
   std::unique_ptr<SessionFactory> factory_;  // after what it uses
-  std::string last_blocked_;  // the blocked Kafka state logged last
+  std::string last_blocked_;          // the blocked Kafka state logged last
+  bool replication_checked_ = false;  // CheckReplication() is done
   // A session holds the slot (START_REPLICATION succeeded) and streams:
   // only then does the slot monitor move the marker.
   std::atomic<bool> holds_slot_{false};

@@ -46,6 +46,18 @@ TEST(CommandLineTest, Subcommands) {
               HasSubstr("unexpected argument \"status\""));
 }
 
+TEST(CommandLineTest, AclsTakesAPrincipal) {
+  auto cl = Parse({"acls", "--principal", "User:relay"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->command, CommandLine::Command::kAcls);
+  EXPECT_EQ(cl->acl_principal, "User:relay");
+  EXPECT_EQ(Parse({"acls"})->acl_principal, "");
+  EXPECT_THAT(Parse({"--principal", "User:x"}).status().message(),
+              HasSubstr("--principal belongs to the acls command"));
+  EXPECT_THAT(Parse({"acls", "--principal="}).status().message(),
+              HasSubstr("--principal needs a principal"));
+}
+
 TEST(CommandLineTest, RepublishTakesARange) {
   auto cl =
       Parse({"republish", "--since", "2024-05-01 10:00:00+00",
@@ -157,10 +169,9 @@ TEST(CommandLineTest, Errors) {
 
 TEST(CommandLineTest, HelpTextListsFlagsAndCommands) {
   std::string help = HelpText(Tool::kRelay);
-  EXPECT_THAT(
-      help,
-      HasSubstr(
-          "Usage: outbox-relay [run|status|republish|from-debezium FILE]"));
+  EXPECT_THAT(help,
+              HasSubstr("Usage: outbox-relay "
+                        "[run|status|republish|acls|from-debezium FILE]"));
   for (const char* flag :
        {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--slot NAME",
         "--tables A,B", "--topic TEMPLATE", "--set KEY=VALUE", "--since",
@@ -183,7 +194,7 @@ std::pair<std::string, std::string> SplitExitStatus(const std::string& help) {
 
 TEST(CommandLineTest, PollerHelpListsOnlyThePollersCommandsFlagsAndKeys) {
   auto [help, exits] = SplitExitStatus(HelpText(Tool::kPoller));
-  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [flags]\n"));
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [run|acls] [flags]\n"));
   for (const char* flag :
        {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--tables A,B",
         "--topic TEMPLATE", "--set KEY=VALUE", "--help", "--version"}) {
@@ -259,6 +270,10 @@ TEST(CommandLineTest, EachToolRefusesTheOthersCommandsAndFlags) {
   EXPECT_THAT(ParseAs(Tool::kAudit, {"run"}).status().message(),
               HasSubstr("outbox-audit takes no command"));
   EXPECT_TRUE(ParseAs(Tool::kPoller, {"run", "--pg", "x"}).ok());
+  EXPECT_EQ(ParseAs(Tool::kPoller, {"acls"})->command,
+            CommandLine::Command::kAcls);
+  EXPECT_THAT(ParseAs(Tool::kAudit, {"acls"}).status().message(),
+              HasSubstr("outbox-audit takes no command"));
 }
 
 TEST(CommandLineTest, AuditFlags) {

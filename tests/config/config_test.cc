@@ -234,6 +234,26 @@ TEST(ConfigTest, DeadLetterRequiresTopic) {
                   .ok());
 }
 
+TEST(ConfigTest, InternalTopicsReplication) {
+  auto c = ParseConfigYaml(
+      "kafka: {internal_topics: {replication_factor: 3, "
+      "min_insync_replicas: 2}}",
+      "x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->kafka.internal_topics.replication_factor, 3);
+  EXPECT_EQ(c->kafka.internal_topics.min_insync_replicas, 2);
+  EXPECT_EQ(Config().kafka.internal_topics.replication_factor, -1);
+  EXPECT_EQ(Config().kafka.internal_topics.min_insync_replicas, -1);
+  EXPECT_THAT(ErrorOf("kafka: {internal_topics: {replication_factor: 0}}"),
+              HasSubstr("0 (use -1 for the broker's default)"));
+  EXPECT_THAT(ErrorOf("kafka: {internal_topics: {replication_factor: 2, "
+                      "min_insync_replicas: 3}}"),
+              HasSubstr("\"kafka.internal_topics.min_insync_replicas\": 3 is "
+                        "above kafka.internal_topics.replication_factor 2"));
+  EXPECT_THAT(ErrorOf("kafka: {internal_topics: {min_insync_replicas: -2}}"),
+              HasSubstr("kafka.internal_topics.min_insync_replicas"));
+}
+
 TEST(ConfigTest, TablesInheritColumnsTopicKeyAndHeaders) {
   Config c = ParseOrDie(R"(
 outbox:
