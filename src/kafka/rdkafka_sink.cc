@@ -444,7 +444,9 @@ int RdKafkaSink::Poll(int timeout_ms) {
 }
 
 void RdKafkaSink::CheckStall() {
-  if (outstanding_ == 0 || !on_connection_state_) return;
+  // With every broker down, "all brokers down: <reason>" (each failed
+  // reconnect repeats it) already says why nothing is acknowledged.
+  if (outstanding_ == 0 || !on_connection_state_ || all_brokers_down_) return;
   const int64_t now_us = RealClock()->NowMicros();
   if (now_us - last_ack_us_ < kStallReportUs ||
       (stall_reported_us_ != 0 &&

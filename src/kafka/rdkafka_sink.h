@@ -22,7 +22,8 @@
 // acknowledged however long the relay waits), on_connection_state hears
 // "not acknowledged by Kafka: N records waiting for S s ..." with the
 // brokers whose connections fail and their errors, every kStallReportMs
-// until a delivery succeeds (Poll() and the exactly-once commit's flush
+// until a delivery succeeds (not while every broker is down: "all brokers
+// down: ..." says that) (Poll() and the exactly-once commit's flush
 // check).
 //
 // With KafkaOptions::transactional_id set the producer is transactional
