@@ -384,17 +384,27 @@ absl::StatusOr<Config> Finish(Draft* draft) {
 
 std::vector<std::pair<std::string, std::string>> Config::RedactedEntries()
     const {
-  Config copy = *this;
+  return EntriesOf(*this, /*redact=*/true);
+}
+
+std::vector<std::pair<std::string, std::string>> Config::Entries() const {
+  return EntriesOf(*this, /*redact=*/false);
+}
+
+std::vector<std::pair<std::string, std::string>> Config::EntriesOf(
+    const Config& config, bool redact) {
+  Config copy = config;
+  const OutboxConfig& outbox = config.outbox;
   std::vector<std::pair<std::string, std::string>> out;
   for (const ConfigKey& key : ConfigKeys()) {
     if (key.global == nullptr) continue;
     FieldRef field = key.global(copy);
     std::string value;
-    if (key.secret) {
+    if (key.secret && redact) {
       value = RedactConninfo(*std::get<std::string*>(field));
       if (value.empty()) value = "\"\"";
     } else if (auto* map = std::get_if<StringMap*>(&field);
-               map != nullptr && key.path == "kafka.properties") {
+               redact && map != nullptr && key.path == "kafka.properties") {
       StringMap masked = **map;
       for (auto& [name, v] : masked) {
         if (IsSecretProperty(name)) v = "****";

@@ -282,6 +282,13 @@ struct Config {
   std::string Redacted() const;
   // The same as (key path, value) pairs, in the key table's order.
   std::vector<std::pair<std::string, std::string>> RedactedEntries() const;
+  // The same with the secrets in clear, to compare two configurations
+  // (daemon/config_reload.h): never log it.
+  std::vector<std::pair<std::string, std::string>> Entries() const;
+
+ private:
+  static std::vector<std::pair<std::string, std::string>> EntriesOf(
+      const Config& config, bool redact);
 };
 
 // Parses YAML text on top of the defaults and validates. `source` names the

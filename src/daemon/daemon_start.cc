@@ -15,15 +15,21 @@ namespace outbox {
 namespace {
 
 std::atomic<bool>* g_stop = nullptr;
+std::atomic<bool>* g_reload = nullptr;
 
 void OnSignal(int) {
   if (g_stop != nullptr) g_stop->store(true);
 }
 
+// Only the flag: the supervisor re-reads on its own thread.
+void OnHangup(int) {
+  if (g_reload != nullptr) g_reload->store(true);
+}
+
 }  // namespace
 
 DaemonStart StartDaemon(Tool tool, int argc, char** argv,
-                        std::atomic<bool>* stop) {
+                        std::atomic<bool>* stop, std::atomic<bool>* reload) {
   DaemonStart out;
   const std::string program(ToolName(tool));
   absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv, tool);
@@ -75,6 +81,14 @@ DaemonStart StartDaemon(Tool tool, int argc, char** argv,
   sa.sa_handler = OnSignal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  // Only the daemon reloads; a command (status, republish, ...) keeps
+  // SIGHUP's default.
+  if (reload != nullptr && cl->command == CommandLine::Command::kRun) {
+    g_reload = reload;
+    struct sigaction hup = {};
+    hup.sa_handler = OnHangup;
+    sigaction(SIGHUP, &hup, nullptr);
+  }
   signal(SIGPIPE, SIG_IGN);
   out.command_line = *std::move(cl);
   out.config = *std::move(config);

@@ -80,7 +80,8 @@ void Lifecycle::RetryAfter(absl::string_view waiting_for,
 
 void Lifecycle::Wait(int64_t ms) {
   const int64_t until_us = clock_->NowMicros() + ms * 1000;
-  while (!stop_.load() && clock_->NowMicros() < until_us) {
+  while (!stop_.load() && !(wake_ && wake_()) &&
+         clock_->NowMicros() < until_us) {
     if (turn_) turn_();
     std::this_thread::sleep_for(std::chrono::milliseconds(
         std::min<int64_t>(50, std::max<int64_t>(1, ms))));

@@ -71,6 +71,9 @@ class Lifecycle {
   void Progressed();
   // -> stopped; returns `exit_code`.
   int Stop(int exit_code);
+  // RetryAfter()'s wait also ends early when `wake` answers true (a
+  // SIGHUP or a SessionRestart: daemon/session_restart.h).
+  void WakeWhen(std::function<bool()> wake) { wake_ = std::move(wake); }
 
  private:
   void Become(Role next, bool slot_held_elsewhere = false);
@@ -84,6 +87,7 @@ class Lifecycle {
   DaemonStatus* const status_;
   const std::function<void()> turn_;
   const Clock* const clock_;
+  std::function<bool()> wake_;
   Role role_ = Role::kStandby;
   int64_t backoff_ms_;
   std::string last_wait_;  // the reason logged last

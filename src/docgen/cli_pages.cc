@@ -85,7 +85,9 @@ std::vector<CliPage> BuildPages() {
       "`/healthz` and `/readyz` on `http.listen`.",
   };
   relay.commands = {
-      {"run", "relay until SIGTERM or SIGINT (the default)"},
+      {"run",
+       "relay until SIGTERM or SIGINT (the default); SIGHUP reloads the "
+       "configuration (docs/operations/reload.md)"},
       {"status",
        "print the slot's position, lag, retained WAL, `wal_status` and, on "
        "PostgreSQL 17+, its failover state, then exit; does not take the "
@@ -159,7 +161,9 @@ std::vector<CliPage> BuildPages() {
       "by side; per-key order holds with one instance only.",
   };
   poller.commands = {
-      {"run", "poll until SIGTERM or SIGINT (the default)"},
+      {"run",
+       "poll until SIGTERM or SIGINT (the default); SIGHUP reloads the "
+       "configuration (docs/operations/reload.md)"},
       {"acls",
        "print the `kafka-acls` commands that grant the principal "
        "(`--principal`) the Kafka access this configuration needs, then "

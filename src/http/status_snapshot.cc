@@ -89,6 +89,16 @@ std::string ToJson(const StatusSnapshot& s) {
     o.Add("kafka_state", s.kafka_state);
     o.Add("last_error", s.last_error);
     o.Add("last_error_unix_ms", s.last_error_unix_ms);
+    if (s.config_reload.has_value()) {
+      o.Key("config_reload");
+      JsonObject r(&out);
+      r.Add("ok", s.config_reload->ok);
+      r.Add("result", s.config_reload->result);
+      if (!s.config_reload->error.empty()) {
+        r.Add("error", s.config_reload->error);
+      }
+      r.Add("at_unix_ms", s.config_reload->at_unix_ms);
+    }
     if (!s.backlog.empty()) {
       o.Key("backlog");
       out.push_back('[');

@@ -59,6 +59,14 @@ struct StatusSnapshot {
   std::optional<std::string> kafka_state;
   std::optional<std::string> last_error;
   std::optional<int64_t> last_error_unix_ms;
+  // The last SIGHUP reload (daemon/config_reload.h); unset before the first.
+  struct ConfigReload {
+    bool ok = false;
+    std::string result;  // "applied", "unchanged", "invalid", "needs restart"
+    std::string error;   // the one line, when not ok
+    int64_t at_unix_ms = 0;
+  };
+  std::optional<ConfigReload> config_reload;
 
   // outbox-poller: rows not yet delivered, per outbox table.
   struct TableBacklog {

@@ -14,6 +14,7 @@
 #include "config/command_line.h"
 #include "config/config.h"
 #include "config/kafka_acls.h"
+#include "daemon/config_reload.h"
 #include "daemon/daemon_start.h"
 #include "daemon/exit_code.h"
 #include "http/metrics_server.h"
@@ -24,12 +25,14 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};  // SIGHUP (daemon/config_reload.h)
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace outbox;
-  DaemonStart start = StartDaemon(Tool::kPoller, argc, argv, &g_stop);
+  DaemonStart start =
+      StartDaemon(Tool::kPoller, argc, argv, &g_stop, &g_reload);
   if (start.exit_code) return *start.exit_code;
   const Config* config = &start.config;
   if (start.command_line.command == CommandLine::Command::kAcls) {
@@ -74,7 +77,9 @@ int main(int argc, char** argv) {
         {{"listen", config->http.listen},
          {"port", absl::StrCat(server->port())}});
   }
-  int code = RunPoller(*config, &metrics, g_stop);
+  ConfigReloader reloader(start.command_line, start.config, &g_reload,
+                          &metrics.config_reload);
+  int code = RunPoller(*config, &metrics, g_stop, &reloader);
   server.reset();
   return code;
 }

@@ -380,6 +380,7 @@ absl::Status Poller::Idle(const std::atomic<bool>& stop) {
 absl::Status Poller::Run(const std::atomic<bool>& stop) {
   RETURN_IF_ERROR(MaybeReport(/*force=*/true));
   while (!stop.load(std::memory_order_relaxed)) {
+    if (options_.end_session && options_.end_session()) break;
     if (metrics_ != nullptr) metrics_->last_turn_us = clock_->NowMicros();
     // An idle poller still hears a broker refusing its credentials.
     sink_->Poll(0);

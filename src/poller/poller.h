@@ -78,6 +78,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -112,7 +113,12 @@ struct PollerOptions {
   std::vector<std::string> payload_columns;  // per table, for dead letters
   int flush_timeout_ms = 30000;              // report wait once stopping
   int progress_interval_s = 10;              // 0: no progress lines
-  int report_interval_ms = 5000;             // backlog gauges refresh
+  // Asked before each round of batches: true ends Run() as a stop does,
+  // between batches (each batch is settled: delivered and marked, or rolled
+  // back). The supervisor's "end this session cleanly" (SIGHUP;
+  // daemon/session_restart.h).
+  std::function<bool()> end_session;
+  int report_interval_ms = 5000;  // backlog gauges refresh
 };
 
 struct PollerStats {

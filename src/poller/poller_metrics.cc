@@ -38,6 +38,7 @@ PollerMetrics::PollerMetrics(prometheus::Registry& r)
       connected(MakeGauge(r, "outbox_poller_connected",
                           "1 while connected to PostgreSQL")),
       role(r, "outbox_poller"),
+      config_reload(r, "outbox_poller"),
       unsent_(prometheus::BuildGauge()
                   .Name("outbox_poller_unsent_rows")
                   .Help("Rows neither sent nor dead-lettered")
@@ -82,6 +83,7 @@ void PollerMetrics::FillStatus(StatusSnapshot* s) const {
   });
   for (auto& [name, t] : tables) s->backlog.push_back(std::move(t));
   daemon_status.Fill(s);
+  config_reload.Fill(s);
 }
 
 }  // namespace outbox

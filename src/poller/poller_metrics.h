@@ -23,6 +23,9 @@
 //                                          while connecting, active while
 //                                          polling; every poller of a pair
 //                                          is active: SKIP LOCKED shares)
+//   outbox_poller_config_reload_failures_total, outbox_poller_config_last_
+//   reload_success_timestamp_seconds       SIGHUP reloads
+//                                          (http/config_reload_status.h)
 //
 // For the status page it also keeps the connection states and the last
 // error (DaemonStatus) and fills a StatusSnapshot from the same figures.
@@ -42,6 +45,7 @@
 #include <cstdint>
 #include <string>
 
+#include "http/config_reload_status.h"
 #include "http/daemon_role.h"
 #include "http/daemon_status.h"
 #include "http/status_snapshot.h"
@@ -77,6 +81,8 @@ class PollerMetrics {
   DaemonStatus daemon_status;
   // The supervisor's state (daemon/lifecycle.h). Any thread.
   DaemonRole role;
+  // What the last SIGHUP did (daemon/config_reload.h). Any thread.
+  ConfigReloadStatus config_reload;
 
   // Any thread: sets `s`'s poller figures (delivered, dead letters,
   // failures, per-table backlog, states). Health is the caller's.

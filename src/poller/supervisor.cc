@@ -62,16 +62,37 @@ void RecordError(PollerMetrics* metrics, absl::string_view what,
   if (metrics != nullptr) metrics->daemon_status.SetLastError(what, s);
 }
 
-}  // namespace
-
-int RunPoller(const Config& config, PollerMetrics* metrics,
-              const std::atomic<bool>& stop) {
+absl::StatusOr<std::unique_ptr<Router>> PollerRouter(const Config& config) {
   absl::Status has_tables = RequireOutboxTables(
       config,
       "outbox-poller polls the outbox tables (logical messages need "
       "outbox-relay)");
-  absl::StatusOr<std::unique_ptr<Router>> router =
-      has_tables.ok() ? Router::Create(config) : has_tables;
+  if (!has_tables.ok()) return has_tables;
+  return Router::Create(config);
+}
+
+// What a reload checks beyond LoadConfig().
+absl::Status ValidatePollerConfig(const Config& config) {
+  return PollerRouter(config).status();
+}
+
+// Sessions over one configuration: an exit code, or nullopt when a session
+// ended for a SessionRestart.
+std::optional<int> PollSessions(const Config& config, PollerMetrics* metrics,
+                                const std::atomic<bool>& stop,
+                                ConfigReloader* reload,
+                                SessionRestart* restart) {
+  // Asked every round and while waiting: a SIGHUP is handled here.
+  auto end_requested = [&config, reload, restart] {
+    if (reload != nullptr && reload->requested()) {
+      if (std::optional<Config> next =
+              reload->Check(config, ValidatePollerConfig)) {
+        restart->Request("configuration reload", *std::move(next));
+      }
+    }
+    return restart->pending();
+  };
+  absl::StatusOr<std::unique_ptr<Router>> router = PollerRouter(config);
   if (!router.ok()) {
     Log(Severity::kError, std::string(router.status().message()));
     return kExitUsage;
@@ -82,15 +103,18 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
     kafka.on_connection_state = metrics->daemon_status.KafkaStateListener();
   }
   const StoreOptions store_options = MakeStoreOptions(config, **router);
-  const PollerOptions poller_options = MakePollerOptions(config);
+  PollerOptions poller_options = MakePollerOptions(config);
+  poller_options.end_session = end_requested;
   // The poller's states (daemon/lifecycle.h): standby while connecting,
   // active while polling, draining as a session ends. Pollers share the
   // table (SKIP LOCKED): every instance of a pair is active.
   Lifecycle lifecycle(config.postgres, stop,
                       metrics != nullptr ? &metrics->role : nullptr,
                       metrics != nullptr ? &metrics->daemon_status : nullptr);
-  bool producer_logged = false;  // once per process
+  lifecycle.WakeWhen(end_requested);
+  bool producer_logged = false;  // once per configuration
   while (!stop.load()) {
+    if (end_requested()) return std::nullopt;
     SetStates(metrics, "connecting", kNoKafkaProducer);
     auto store = LibpqOutboxStore::Connect(store_options);
     if (!store.ok()) {
@@ -152,6 +176,7 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
          {"status", s.ok() ? "ok" : std::string(s.message())}});
     if (!s.ok()) RecordError(metrics, "session ended", s);
     SetStates(metrics, "session ended", kNoKafkaProducer);
+    if (s.ok() && restart->pending() && !stop.load()) return std::nullopt;
     if (s.ok()) return lifecycle.Stop(kExitOk);
     if (absl::IsFailedPrecondition(s)) {
       Log(Severity::kError, std::string(s.message()));
@@ -161,6 +186,18 @@ int RunPoller(const Config& config, PollerMetrics* metrics,
     lifecycle.RetryAfter("PostgreSQL", s);
   }
   return lifecycle.Stop(kExitOk);
+}
+
+}  // namespace
+
+int RunPoller(const Config& config, PollerMetrics* metrics,
+              const std::atomic<bool>& stop, ConfigReloader* reload,
+              SessionRestart* restart) {
+  SessionRestart own;
+  if (restart == nullptr) restart = &own;
+  return RunSessions(config, restart, reload, [&](const Config& c) {
+    return PollSessions(c, metrics, stop, reload, restart);
+  });
 }
 
 }  // namespace outbox

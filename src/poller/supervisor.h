@@ -8,20 +8,30 @@
 //   FailedPrecondition  exit kExitPrecondition (missing table, column or
 //                     privilege) with the one-line reason
 //   bad configuration   exit kExitUsage
+// Ending a session on purpose (daemon/session_restart.h): before each round
+// of batches and in the wait between attempts the supervisor handles a
+// SIGHUP (`reload`: the configuration re-read and checked, routes
+// included; a changed one becomes a SessionRestart request) and any other
+// request in `restart`; the session then ends between batches (each one
+// settled), and RunPoller() starts the next with a fresh connection and
+// producer over the new configuration (RunSessions()).
 // Threading: RunPoller() runs on the calling thread; `stop` may be set from
-// a signal handler. `metrics` may be null.
+// a signal handler. `metrics`, `reload` and `restart` may be null.
 #ifndef OUTBOX_POLLER_SUPERVISOR_H_
 #define OUTBOX_POLLER_SUPERVISOR_H_
 
 #include <atomic>
 
 #include "config/config.h"
+#include "daemon/config_reload.h"
+#include "daemon/session_restart.h"
 #include "poller/poller_metrics.h"
 
 namespace outbox {
 
 int RunPoller(const Config& config, PollerMetrics* metrics,
-              const std::atomic<bool>& stop);
+              const std::atomic<bool>& stop, ConfigReloader* reload = nullptr,
+              SessionRestart* restart = nullptr);
 
 }  // namespace outbox
 

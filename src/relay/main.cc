@@ -13,6 +13,7 @@
 #include "config/command_line.h"
 #include "config/config.h"
 #include "config/kafka_acls.h"
+#include "daemon/config_reload.h"
 #include "daemon/daemon_start.h"
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
@@ -24,6 +25,7 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};  // SIGHUP (daemon/config_reload.h)
 
 // /status.json: the metrics' figures and the configured limits.
 outbox::StatusSnapshot Status(const outbox::RelayMetrics& metrics,
@@ -46,7 +48,7 @@ outbox::StatusSnapshot Status(const outbox::RelayMetrics& metrics,
 
 int main(int argc, char** argv) {
   using namespace outbox;
-  DaemonStart start = StartDaemon(Tool::kRelay, argc, argv, &g_stop);
+  DaemonStart start = StartDaemon(Tool::kRelay, argc, argv, &g_stop, &g_reload);
   if (start.exit_code) return *start.exit_code;
   const Config* config = &start.config;
   if (start.command_line.command == CommandLine::Command::kStatus) {
@@ -69,15 +71,20 @@ int main(int argc, char** argv) {
   auto metrics =
       std::make_unique<RelayMetrics>(std::make_shared<prometheus::Registry>());
   metrics->Heartbeat(RealClock()->NowMicros());
+  // The configuration in force, start-up's until a SIGHUP changes it.
+  ConfigReloader reloader(start.command_line, start.config, &g_reload,
+                          &metrics->config_reload());
   std::unique_ptr<MetricsServer> http;
   std::string http_listen = "disabled";
   if (!config->http.listen.empty()) {
-    const Config& c = *config;
     RelayMetrics* m = metrics.get();
+    ConfigReloader* r = &reloader;
     auto server = MetricsServer::Start(
-        c.http.listen, metrics->registry(),
-        [m, &c] { return RelayHealth(*m, c, RealClock()->NowMicros()); },
-        [m, &c] { return Status(*m, c); });
+        config->http.listen, metrics->registry(),
+        [m, r] {
+          return RelayHealth(*m, *r->current(), RealClock()->NowMicros());
+        },
+        [m, r] { return Status(*m, *r->current()); });
     if (!server.ok()) {
       Log(Severity::kError, std::string(server.status().message()));
       return kExitUsage;
@@ -92,7 +99,7 @@ int main(int argc, char** argv) {
        {"revision", GitRevision()},
        {"slot", config->postgres.slot},
        {"http_listen", http_listen}});
-  int code = RunRelay(*config, g_stop, metrics.get());
+  int code = RunRelay(*config, g_stop, metrics.get(), RealClock(), &reloader);
   http.reset();  // before the metrics it serves
   return code;
 }

@@ -78,6 +78,10 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
   last_status_us_ = clock_->NowMicros();
   last_progress_us_ = last_status_us_;
   while (!stop.load(std::memory_order_relaxed)) {
+    if (!ending_ && options_.end_session && options_.end_session()) {
+      ending_ = true;
+    }
+    if (ending_ && !in_transaction_) break;
     BeginTurn();
     if (absl::Status s = ActOnReports(); !s.ok()) return Shutdown(s);
     ReadPass pass;
@@ -116,6 +120,8 @@ absl::Status Relay::ReadBatch(ReadPass* pass) {
       return delivery_error_.ok() ? s : delivery_error_;
     }
     pass->bytes += msg_.payload.size();
+    // Ending: nothing past the transaction that just committed.
+    if (ending_ && !in_transaction_) return absl::OkStatus();
     if (++pass->messages == kReadBatch) {
       pass->more = true;
       return absl::OkStatus();

@@ -38,8 +38,9 @@
 //
 // Run() returns:
 //   OK                  stop was requested (also while the producer's queue
-//                       was full); everything deliverable was flushed and
-//                       the final position sent
+//                       was full), or options.end_session ended the session
+//                       at a transaction boundary; everything deliverable
+//                       was flushed and the final position sent
 // After a failed delivery report the producer is purged, not flushed, so
 // nothing queued behind the failed record is delivered ahead of it.
 //   Unavailable         the connection dropped or a delivery failed for a
@@ -131,6 +132,13 @@ struct RelayOptions {
   // Called once when the session starts ending (stop, or an error), before
   // the final flush and status update: the supervisor's draining state.
   std::function<void()> on_draining;
+  // Asked once per turn, on Run()'s thread, until it answers true: then the
+  // session ends as a stop ends it (every produced event flushed, the final
+  // status update confirming what was delivered), at the next transaction
+  // boundary: the transaction being read is read to its commit first, so
+  // the next session, started from the confirmed position, repeats no event
+  // of this one. The supervisor's "end this session cleanly" (SIGHUP).
+  std::function<bool()> end_session;
 };
 
 // What a session did: counters the loop adds to (Relay's own).
@@ -261,6 +269,7 @@ class Relay {
   Change change_;
   Record record_;
   bool in_transaction_ = false;
+  bool ending_ = false;  // end_session answered true: end at a boundary
   Lsn received_ = kInvalidLsn;
   int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
   int64_t unsent_ = 0;       // records produced since the last idle flush

@@ -37,7 +37,8 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
                            const Clock* clock)
     : registry_(std::move(registry)),
       clock_(clock),
-      role_(*registry_, "outbox_relay") {
+      role_(*registry_, "outbox_relay"),
+      config_reload_(*registry_, "outbox_relay", clock) {
   prometheus::Registry& r = *registry_;
   delivery_errors_ = NewCounter(
       r, "outbox_relay_delivery_errors_total",
@@ -407,6 +408,7 @@ void RelayMetrics::FillStatus(StatusSnapshot* s) const {
   s->delivery_errors = static_cast<int64_t>(delivery_errors_->Value());
   s->reconnects = static_cast<int64_t>(reconnects_->Value());
   daemon_status_.Fill(s);
+  config_reload_.Fill(s);
 }
 
 }  // namespace outbox

@@ -71,6 +71,9 @@
 //                                                supervisor between sessions
 //                                                (Heartbeat); alert rules
 //                                                compare it with time()
+//   outbox_relay_config_reload_failures_total    SIGHUP reloads refused
+//   outbox_relay_config_last_reload_success_timestamp_seconds
+//                                                (http/config_reload_status.h)
 //
 // Besides the registry it keeps what the status page needs and no metric
 // holds (DaemonStatus: connection states, the last error; the slot's name)
@@ -94,6 +97,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "http/config_reload_status.h"
 #include "http/daemon_role.h"
 #include "http/daemon_status.h"
 #include "http/status_snapshot.h"
@@ -216,6 +220,8 @@ class RelayMetrics : public PipelineObserver {
   // The supervisor's state (daemon/lifecycle.h sets it). Any thread.
   DaemonRole& role() { return role_; }
   const DaemonRole& role() const { return role_; }
+  // What the last SIGHUP did (daemon/config_reload.h). Any thread.
+  ConfigReloadStatus& config_reload() { return config_reload_; }
 
   // Any thread: sets `s`'s relay figures (positions, lag, window use, slot,
   // counters, states) from the metrics' current values. Limits and health
@@ -293,6 +299,7 @@ class RelayMetrics : public PipelineObserver {
   std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(health_mu_);
   DaemonStatus daemon_status_;
   DaemonRole role_;
+  ConfigReloadStatus config_reload_;
 
   void UpdateReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 };

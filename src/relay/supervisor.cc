@@ -47,17 +47,55 @@ std::string KafkaBlockedState(const absl::Status& s, absl::string_view topic) {
       "past the refused event is confirmed, and the relay retries by itself");
 }
 
+// What a configuration builds before any session: the router, the derived
+// configuration, the plugin, the message routes.
+struct Routes {
+  std::unique_ptr<Router> router;
+  RelayConfig derived;
+  std::unique_ptr<OutputPlugin> plugin;
+  std::unique_ptr<MessageRouter> message_router;  // null: no messages
+};
+
+absl::StatusOr<Routes> BuildRoutes(const Config& config) {
+  Routes r;
+  absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config);
+  if (!router.ok()) return router.status();
+  r.router = std::move(*router);
+  absl::StatusOr<RelayConfig> derived = DeriveRelayConfig(config, *r.router);
+  if (!derived.ok()) return derived.status();
+  r.derived = std::move(*derived);
+  absl::StatusOr<std::unique_ptr<OutputPlugin>> plugin =
+      OutputPlugin::Create(config.postgres.plugin, r.derived.plugin);
+  if (!plugin.ok()) return plugin.status();
+  r.plugin = std::move(*plugin);
+  if (config.outbox.messages.enabled) {
+    absl::StatusOr<std::unique_ptr<MessageRouter>> m =
+        MessageRouter::Create(config.outbox);
+    if (!m.ok()) return m.status();
+    r.message_router = std::move(*m);
+  }
+  return r;
+}
+
+// What a reload checks beyond LoadConfig(): that BuildRoutes() succeeds.
+absl::Status ValidateRelayConfig(const Config& config) {
+  return BuildRoutes(config).status();
+}
+
 // RunRelay()'s state machine (daemon/lifecycle.h): as a standby, Connect()
 // opens a session; as the active instance, Stream() runs it until it ends
 // (draining as it does); Dispose() says what each failure or end means.
 class RelaySupervisor {
  public:
   RelaySupervisor(const Config& config, const std::atomic<bool>& stop,
-                  RelayMetrics* metrics, Clock* clock)
+                  RelayMetrics* metrics, Clock* clock, ConfigReloader* reload,
+                  SessionRestart* restart)
       : config_(config),
         stop_(stop),
         metrics_(metrics),
         clock_(clock),
+        reload_(reload),
+        restart_(restart),
         lifecycle_(config.postgres, stop,
                    metrics != nullptr ? &metrics->role() : nullptr,
                    metrics != nullptr ? &metrics->daemon_status() : nullptr,
@@ -65,11 +103,16 @@ class RelaySupervisor {
                      if (metrics != nullptr) {
                        metrics->Heartbeat(clock->NowMicros());
                      }
-                   }) {}
+                   }) {
+    lifecycle_.WakeWhen([this] { return EndSessionRequested(); });
+  }
 
-  int Run() {
+  // An exit code, or nullopt when the session ended for a SessionRestart.
+  std::optional<int> Run() {
     if (std::optional<int> code = Prepare()) return lifecycle_.Stop(*code);
     while (!stop_.load()) {
+      // A standby: the next attempt is the next supervisor's.
+      if (EndSessionRequested()) return std::nullopt;
       absl::StatusOr<Session> session = Connect();  // standby
       if (!session.ok()) {
         // Stopped during the takeover: the session (and the slot, if it
@@ -84,6 +127,10 @@ class RelaySupervisor {
       lifecycle_.Activate();
       SessionEnd end = Stream(*session);  // active, then draining
       holds_slot_ = false;
+      // Drained cleanly for a restart (a failed end is disposed of first).
+      if (end.status.ok() && restart_->pending() && !stop_.load()) {
+        return std::nullopt;
+      }
       if (std::optional<int> code = AfterSession(end)) {
         return lifecycle_.Stop(*code);
       }
@@ -92,6 +139,18 @@ class RelaySupervisor {
   }
 
  private:
+  // Asked every turn (RelayOptions::end_session, the standby's wait): a
+  // SIGHUP is handled here, on this thread; true once a restart is pending.
+  bool EndSessionRequested() {
+    if (reload_ != nullptr && reload_->requested()) {
+      if (std::optional<Config> next =
+              reload_->Check(config_, ValidateRelayConfig)) {
+        restart_->Request("configuration reload", *std::move(next));
+      }
+    }
+    return restart_->pending();
+  }
+
   // What every session shares, made once; an exit code when the
   // configuration cannot work.
   std::optional<int> Prepare() {
@@ -120,24 +179,12 @@ class RelaySupervisor {
 
   // The router, the derived configuration, the plugin, the message routes.
   std::optional<int> Configure() {
-    absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config_);
-    if (!router.ok()) return ExitAt(SessionStage::kConfigure, router.status());
-    router_ = std::move(*router);
-    absl::StatusOr<RelayConfig> derived = DeriveRelayConfig(config_, *router_);
-    if (!derived.ok()) {
-      return ExitAt(SessionStage::kConfigure, derived.status());
-    }
-    derived_ = std::move(*derived);
-    absl::StatusOr<std::unique_ptr<OutputPlugin>> plugin =
-        OutputPlugin::Create(config_.postgres.plugin, derived_.plugin);
-    if (!plugin.ok()) return ExitAt(SessionStage::kConfigure, plugin.status());
-    plugin_ = std::move(*plugin);
-    if (config_.outbox.messages.enabled) {
-      absl::StatusOr<std::unique_ptr<MessageRouter>> m =
-          MessageRouter::Create(config_.outbox);
-      if (!m.ok()) return ExitAt(SessionStage::kConfigure, m.status());
-      message_router_ = std::move(*m);
-    }
+    absl::StatusOr<Routes> routes = BuildRoutes(config_);
+    if (!routes.ok()) return ExitAt(SessionStage::kConfigure, routes.status());
+    router_ = std::move(routes->router);
+    derived_ = std::move(routes->derived);
+    plugin_ = std::move(routes->plugin);
+    message_router_ = std::move(routes->message_router);
     return std::nullopt;
   }
 
@@ -243,6 +290,7 @@ class RelaySupervisor {
     pipeline.message_router = message_router_.get();
     pipeline.heartbeat_nonce = heartbeat_nonce_;
     pipeline.on_draining = [this] { lifecycle_.Drain(); };
+    pipeline.end_session = [this] { return EndSessionRequested(); };
     Relay relay(pipeline, session.stream.get(), decoder.get(), router_.get(),
                 session.sink.get(), clock_, server.slot_confirmed_flush,
                 metrics_, session.policy.get());
@@ -381,6 +429,8 @@ class RelaySupervisor {
   const std::atomic<bool>& stop_;
   RelayMetrics* const metrics_;
   Clock* const clock_;
+  ConfigReloader* const reload_;   // may be null
+  SessionRestart* const restart_;  // never null
   Lifecycle lifecycle_;
   RelayConfig derived_;  // computed once by Configure()
   KafkaOptions kafka_;   // derived_'s, with the connection listener
@@ -402,8 +452,13 @@ class RelaySupervisor {
 }  // namespace
 
 int RunRelay(const Config& config, const std::atomic<bool>& stop,
-             RelayMetrics* metrics, Clock* clock) {
-  return RelaySupervisor(config, stop, metrics, clock).Run();
+             RelayMetrics* metrics, Clock* clock, ConfigReloader* reload,
+             SessionRestart* restart) {
+  SessionRestart own;
+  if (restart == nullptr) restart = &own;
+  return RunSessions(config, restart, reload, [&](const Config& c) {
+    return RelaySupervisor(c, stop, metrics, clock, reload, restart).Run();
+  });
 }
 
 }  // namespace outbox

@@ -24,6 +24,20 @@
 // a standby stopped while it takes over gives the slot up without
 // activating or streaming, and exits 0.
 //
+// Ending a session on purpose (daemon/session_restart.h): every turn of the
+// Relay loop and of the standby's wait asks EndSessionRequested(): a SIGHUP
+// re-reads the configuration there (daemon/config_reload.h; the routes,
+// plugin and derived settings are checked too) and a changed one becomes a
+// SessionRestart request; any other control asks through `restart`
+// (SessionRestart::Request(), any thread). An active session then ends as a
+// stop ends it, at a transaction boundary (RelayOptions::end_session): every
+// event in flight delivered, its LSN confirmed, the slot marker moved; the
+// slot is released as between any two sessions. A standby ends its wait.
+// RunRelay() then builds the next supervisor over the new configuration
+// (RunSessions()): a new producer (exactly once: init_transactions fences
+// the old transactional.id, the checkpoint is read again), router, slot
+// monitor and heartbeat; the process, HTTP endpoint and metrics stay.
+//
 // Threading: RunRelay() runs on the calling thread (plus the slot monitor
 // thread it starts and joins); `stop` may be set from a signal handler.
 #ifndef OUTBOX_RELAY_SUPERVISOR_H_
@@ -32,7 +46,9 @@
 #include <atomic>
 
 #include "config/config.h"
+#include "daemon/config_reload.h"
 #include "daemon/exit_code.h"
+#include "daemon/session_restart.h"
 #include "outbox/clock.h"
 #include "relay/relay_config.h"
 #include "relay/relay_metrics.h"
@@ -40,9 +56,11 @@
 namespace outbox {
 
 // `metrics` may be null (no metrics, no slot monitor). Time is read from
-// `clock`.
+// `clock`. `reload` (SIGHUP) and `restart` may be null.
 int RunRelay(const Config& config, const std::atomic<bool>& stop,
-             RelayMetrics* metrics = nullptr, Clock* clock = RealClock());
+             RelayMetrics* metrics = nullptr, Clock* clock = RealClock(),
+             ConfigReloader* reload = nullptr,
+             SessionRestart* restart = nullptr);
 
 }  // namespace outbox
 

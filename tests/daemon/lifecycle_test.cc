@@ -60,5 +60,16 @@ TEST_F(LifecycleTest, AStopEndsTheWait) {
   EXPECT_EQ(lifecycle.role(), Role::kStopped);
 }
 
+// A SIGHUP or a SessionRestart (daemon/session_restart.h) ends a standby's
+// wait at the next turn instead of after the backoff.
+TEST_F(LifecycleTest, AWakeEndsTheWait) {
+  Lifecycle lifecycle(postgres_, stop_, nullptr, nullptr, turn_, &clock_);
+  bool wake = false;
+  lifecycle.WakeWhen([&wake] { return wake; });
+  EXPECT_EQ(WaitedMs(lifecycle, true), 1000);
+  wake = true;
+  EXPECT_EQ(WaitedMs(lifecycle, true), 0);
+}
+
 }  // namespace
 }  // namespace outbox

@@ -3,6 +3,7 @@
 // dead letters, delete mode, the janitor, LISTEN/NOTIFY.
 #include <signal.h>
 
+#include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_replace.h"
@@ -251,6 +252,82 @@ TEST_F(PollerE2ETest, NotifyWakesTheIdlePoller) {
   EXPECT_EQ(Audit(rows, got, /*check_order=*/true), 0) << p->Output();
   p->Signal(SIGTERM);
   EXPECT_EQ(p->Wait(30000), 0) << p->Output();
+}
+
+// (d) SIGHUP: an invalid file is refused (the poller keeps polling, the
+// metric counts it); a changed topic template drains the session between
+// batches and the next one publishes to the new topic. Rows inserted just
+// before the reload land once on one of the two topics, rows after it on
+// the new one.
+TEST_F(PollerE2ETest, SighupReloadsTheConfiguration) {
+  const std::string config = dir_ + "/poller.yaml";
+  const std::string topic2 = "outbox.reloaded." + aggtype_;
+  auto write_config = [&](const std::string& topic, const std::string& more) {
+    std::ofstream(config, std::ios::trunc)
+        << "outbox:\n  topic: \"" << topic << "\"\n"
+        << more;
+  };
+  write_config("outbox.event.{aggregatetype}", "");
+  Process* poller = StartPoller({"--config", config});
+  Insert(100, 5);
+  ASSERT_TRUE(WaitAllSent()) << poller->Output();
+
+  write_config("outbox.event.{aggregatetype}", "poller:\n  batch_size: -3\n");
+  poller->Signal(SIGHUP);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return poller->Output().find("configuration reload refused") !=
+               std::string::npos;
+      },
+      60000))
+      << poller->Output();
+  EXPECT_THAT(ScrapeMetrics(*poller),
+              HasSubstr("outbox_poller_config_reload_failures_total 1"));
+
+  Insert(2000, 5, 101);
+  write_config("outbox.reloaded.{aggregatetype}", "");
+  poller->Signal(SIGHUP);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return poller->Output().find("configuration reload: applied") !=
+               std::string::npos;
+      },
+      60000))
+      << poller->Output();
+  const auto before = Rows();
+  Insert(100, 5, 2101);
+  ASSERT_TRUE(WaitAllSent()) << poller->Output();
+  ASSERT_TRUE(poller->Running());
+  const auto rows = Rows();
+  ASSERT_EQ(rows.size(), 2200u);
+  std::set<std::string> seen;
+  size_t scanned = 0;
+  auto got = ConsumeUntil(
+      env_->kafka_brokers(), {topic_, topic2},
+      [&](const std::vector<KafkaMessage>& msgs) {
+        for (; scanned < msgs.size(); ++scanned) {
+          seen.insert(msgs[scanned].Header("id"));
+        }
+        return seen.size() >= rows.size();
+      },
+      60000);
+  std::set<std::string> ids;
+  int duplicates = 0, on_new = 0;
+  for (const KafkaMessage& m : got) {
+    const std::string id = m.Header("id");
+    if (!ids.insert(id).second) ++duplicates;
+    ASSERT_EQ(rows.count(id), 1u);
+    if (m.topic == topic2) ++on_new;
+    // Inserted after the reload was applied: only the new topic.
+    if (before.count(id) == 0) EXPECT_EQ(m.topic, topic2) << id;
+  }
+  EXPECT_EQ(ids.size(), rows.size()) << "rows missing from Kafka";
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_GE(on_new, 100);
+  std::cerr << "poller reload: " << rows.size() << " rows, " << on_new << " on "
+            << topic2 << ", " << duplicates << " duplicates\n";
+  poller->Signal(SIGTERM);
+  EXPECT_EQ(poller->Wait(30000), 0) << poller->Output();
 }
 
 }  // namespace

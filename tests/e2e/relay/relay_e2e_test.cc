@@ -1,10 +1,14 @@
 // outbox-relay end to end: the real binary against the real PostgreSQL and
 // Kafka of the test fixture. Each test uses its own outbox table, slot and
 // topic, so tests do not see each other's events.
+#include <csignal>
 #include <fstream>
+#include <regex>
+#include <thread>
 
 #include "e2e/outage_checks.h"
 #include "e2e/relay/relay_e2e_fixture.h"
+#include "e2e/relay_http.h"
 
 namespace outbox::testing {
 namespace {
@@ -225,6 +229,249 @@ TEST_F(PreconditionTest, APasswordWithASpaceIsRefusedAtLoadAndNeverShown) {
   EXPECT_THAT(out, HasSubstr("\"postgres.conninfo\": its password holds a "
                              "space"));
   EXPECT_THAT(out, HasSubstr("postgres.password_file"));
+}
+
+// SIGHUP (docs/operations/reload.md): the configuration comes from a file
+// the test rewrites; the rest from the fixture's flags.
+template <typename Base>
+class ReloadFixture : public Base {
+ protected:
+  std::string ConfigPath() { return this->dir_ + "/relay.yaml"; }
+  void WriteConfig(const std::string& yaml) {
+    std::ofstream(ConfigPath(), std::ios::trunc) << yaml;
+  }
+  static std::string Yaml(const std::string& topic,
+                          const std::string& linger_ms,
+                          const std::string& extra = "") {
+    return "outbox:\n  topic: \"" + topic +
+           "\"\nkafka:\n  properties:\n    linger.ms: \"" + linger_ms + "\"\n" +
+           extra;
+  }
+  void StartWithConfig() {
+    this->StartRelay({"--config", ConfigPath()});
+    ASSERT_TRUE(this->WaitActive()) << this->relay_->Output();
+    ASSERT_GT(WaitRelayHttpPort(*this->relay_), 0) << this->relay_->Output();
+  }
+  // Occurrences of `text` in the relay's log.
+  int Logged(const std::string& text) {
+    const std::string out = this->relay_->Output();
+    int n = 0;
+    for (size_t at = out.find(text); at != std::string::npos;
+         at = out.find(text, at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+  bool WaitLogged(const std::string& text, int times = 1) {
+    return WaitUntil([&] { return Logged(text) >= times; }, 60000);
+  }
+  std::string StatusJson() {
+    int code = 0;
+    return RelayHttpGet(*this->relay_, "/status.json", &code);
+  }
+  int64_t Delivered() {
+    std::smatch m;
+    const std::string s = StatusJson();
+    static const std::regex re("\"events_delivered\":([0-9]+)");
+    return std::regex_search(s, m, re) ? std::stoll(m[1]) : -1;
+  }
+  // Two writers insert until StopWriters().
+  void StartWriters() {
+    for (int w = 0; w < 2; ++w) {
+      writers_.emplace_back([this, w] {
+        this->Write(w, 1000000, max_per_txn_, 0, &committed_[w],
+                    &rolled_back_[w], &stop_writers_);
+      });
+    }
+  }
+  // Writers insert; once 100 events are delivered the file becomes `yaml`
+  // and the relay gets SIGHUP; once 100 more are delivered after the
+  // reload was applied, the writers stop.
+  void ReloadWhileWriting(const std::string& yaml) {
+    StartWriters();
+    ASSERT_TRUE(WaitUntil([&] { return Delivered() >= 100; }, 60000))
+        << this->relay_->Output();
+    WriteConfig(yaml);
+    this->relay_->Signal(SIGHUP);
+    ASSERT_TRUE(WaitLogged("configuration reload: applied"))
+        << this->relay_->Output();
+    const int64_t at_reload = Delivered();
+    ASSERT_TRUE(
+        WaitUntil([&] { return Delivered() >= at_reload + 100; }, 60000))
+        << this->relay_->Output();
+    StopWriters();
+  }
+  void StopWriters() {
+    stop_writers_ = true;
+    for (auto& t : writers_) t.join();
+    writers_.clear();
+  }
+  void TearDown() override {
+    if (!writers_.empty()) StopWriters();
+    Base::TearDown();
+  }
+
+  int max_per_txn_ = 3;
+  std::atomic<bool> stop_writers_{false};
+  std::vector<std::thread> writers_;
+  std::vector<Event> committed_[2];
+  std::vector<std::string> rolled_back_[2];
+};
+using RelayReloadTest = ReloadFixture<RelayE2ETest>;
+using ExactlyOnceReloadTest = ReloadFixture<ExactlyOnceRelayE2ETest>;
+
+// (a) Writers insert while SIGHUP brings a new topic template and linger.ms
+// (pgoutput):
+// the same process drains the session (ending at a transaction boundary)
+// and starts the next one; each writer's events before the reload are on
+// the old topic, after it on the new one, none missing, none twice.
+TEST_F(RelayReloadTest, SighupWithAChangedConfigDrainsAndRestartsTheSession) {
+  // pgoutput: one message per change, so a turn can end inside a
+  // transaction (wal2json's format 1 sends a transaction whole).
+  extra_relay_args_ = {"--set", "postgres.plugin=pgoutput", "--set",
+                       "postgres.publication=" + slot_ + "_pub"};
+  // Transactions of up to 300 events span several turns of the loop.
+  max_per_txn_ = 300;
+  const std::string topic2 = "outbox.reloaded." + aggtype_;
+  WriteConfig(Yaml("outbox.event.{aggregatetype}", "5"));
+  StartWithConfig();
+  ReloadWhileWriting(Yaml("outbox.reloaded.{aggregatetype}", "20"));
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(relay_->Running()) << "SIGHUP ended the process";
+  EXPECT_EQ(Logged("configuration reload: changed"), 1);
+  EXPECT_EQ(Logged("keys=kafka.properties,outbox.tables[0],outbox.topic"), 1)
+      << relay_->Output();
+  // The next session starts exactly where the drained one confirmed.
+  std::smatch ended, next;
+  const std::string log = relay_->Output();
+  ASSERT_TRUE(std::regex_search(
+      log, ended, std::regex("session ended .*confirmed_lsn=([0-9A-F/]+)")));
+  ASSERT_TRUE(std::regex_search(
+      log, next, std::regex("slot_created=false .*start_lsn=([0-9A-F/]+)")));
+  EXPECT_EQ(ended[1], next[1]);
+  EXPECT_EQ(Logged("session ended"), 1);  // the drained one, status ok
+  EXPECT_EQ(Logged("status=ok"), 1);
+
+  std::map<std::string, const Event*> want;
+  for (const auto& c : committed_) {
+    for (const Event& e : c) want[e.id] = &e;
+  }
+  std::set<std::string> seen;
+  size_t scanned = 0;
+  auto got = ConsumeUntil(
+      env_->kafka_brokers(), {topic_, topic2},
+      [&](const std::vector<KafkaMessage>& msgs) {
+        for (; scanned < msgs.size(); ++scanned) {
+          seen.insert(msgs[scanned].Header("id"));
+        }
+        return seen.size() >= want.size();
+      },
+      60000);
+  int duplicates = 0, old_topic = 0, new_topic = 0;
+  std::set<std::string> ids;
+  int max_old_seq[2] = {0, 0};
+  int min_new_seq[2] = {1 << 30, 1 << 30};
+  for (const KafkaMessage& m : got) {
+    const std::string id = m.Header("id");
+    if (!ids.insert(id).second) ++duplicates;
+    auto it = want.find(id);
+    ASSERT_NE(it, want.end()) << "an event nobody committed: " << id;
+    const Event& e = *it->second;
+    EXPECT_EQ(m.value, e.payload);
+    if (m.topic == topic_) {
+      ++old_topic;
+      max_old_seq[e.writer] = std::max(max_old_seq[e.writer], e.seq);
+    } else {
+      ++new_topic;
+      min_new_seq[e.writer] = std::min(min_new_seq[e.writer], e.seq);
+    }
+  }
+  EXPECT_EQ(ids.size(), want.size()) << "missing events";
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_GT(old_topic, 0);
+  EXPECT_GT(new_topic, 0);
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_LT(max_old_seq[w], min_new_seq[w])
+        << "writer " << w << ": an event after the reload on the old topic";
+  }
+  std::cerr << "reload: " << want.size() << " events, " << old_topic << " on "
+            << topic_ << ", " << new_topic << " on " << topic2 << ", "
+            << duplicates << " duplicates\n";
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(60000), 0);
+}
+
+// (b) An invalid file, then a key that needs a restart, then the same file
+// again: the session never ends, events keep flowing, the status page and
+// the metrics say what happened.
+TEST_F(RelayReloadTest, SighupWithAnInvalidConfigKeepsRunningAndSaysWhy) {
+  const std::string good = Yaml("outbox.event.{aggregatetype}", "5");
+  WriteConfig(good);
+  StartWithConfig();
+  WriteConfig(good + "  topicc: typo\n");  // under kafka: an unknown key
+  relay_->Signal(SIGHUP);
+  ASSERT_TRUE(WaitLogged("configuration reload refused")) << relay_->Output();
+  EXPECT_TRUE(relay_->Running());
+  std::string status = StatusJson();
+  EXPECT_THAT(status, HasSubstr("\"config_reload\":{\"ok\":false,"
+                                "\"result\":\"invalid\",\"error\":"));
+  EXPECT_THAT(status, HasSubstr("topicc"));
+  EXPECT_EQ(RelayMetric(*relay_, "outbox_relay_config_reload_failures_total"),
+            1);
+
+  WriteConfig(good + "log:\n  format: json\n");
+  relay_->Signal(SIGHUP);
+  ASSERT_TRUE(WaitLogged("log.format cannot change without a restart"))
+      << relay_->Output();
+  EXPECT_THAT(StatusJson(), HasSubstr("\"result\":\"needs restart\""));
+  EXPECT_EQ(RelayMetric(*relay_, "outbox_relay_config_reload_failures_total"),
+            2);
+
+  const double before = RelayMetric(
+      *relay_, "outbox_relay_config_last_reload_success_timestamp_seconds");
+  WriteConfig(good);
+  relay_->Signal(SIGHUP);
+  ASSERT_TRUE(WaitLogged("configuration reload: unchanged"))
+      << relay_->Output();
+  EXPECT_THAT(StatusJson(), HasSubstr("\"config_reload\":{\"ok\":true,"
+                                      "\"result\":\"unchanged\""));
+  EXPECT_GE(RelayMetric(*relay_,
+                        "outbox_relay_config_last_reload_success_timestamp_"
+                        "seconds"),
+            before);
+
+  // Still the first session, still publishing.
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(0, 30, 3, 0, &committed, &rolled_back);
+  EXPECT_EQ(Audit(committed, rolled_back, committed.size()), 0);
+  EXPECT_EQ(Logged("session ended"), 0) << relay_->Output();
+  std::cerr << "operator sees:\n" << relay_->Output() << "\n" << status << "\n";
+}
+
+// (c) Exactly-once across a reload: the new session's transactional
+// producer fences the old one and reads the checkpoint; a read_committed
+// consumer sees every event once.
+TEST_F(ExactlyOnceReloadTest, SighupKeepsExactlyOnce) {
+  WriteConfig(Yaml("outbox.event.{aggregatetype}", "5"));
+  StartWithConfig();
+  ReloadWhileWriting(Yaml("outbox.event.{aggregatetype}", "25",
+                          "  transaction:\n    max_events: 50\n"));
+  if (HasFatalFailure()) return;
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("keys=kafka.properties,kafka.transaction.max_events"));
+  // Everything read, then a clean stop commits the last Kafka transaction.
+  const int64_t total =
+      static_cast<int64_t>(committed_[0].size() + committed_[1].size());
+  ASSERT_TRUE(WaitUntil([&] { return Delivered() >= total; }, 120000))
+      << Delivered() << " of " << total;
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(60000), 0);
+  std::string out;
+  EXPECT_EQ(RunOutboxAudit({"--json", "--read-committed"}, &out), 0) << out;
+  EXPECT_EQ(AuditReportCount(out, "duplicates"), 0) << out;
+  EXPECT_EQ(AuditReportCount(out, "missing"), 0) << out;
+  std::cerr << "exactly-once reload: " << out.substr(out.rfind('{')) << "\n";
 }
 
 }  // namespace
