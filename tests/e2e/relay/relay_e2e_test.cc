@@ -449,6 +449,58 @@ TEST_F(RelayReloadTest, SighupWithAnInvalidConfigKeepsRunningAndSaysWhy) {
   std::cerr << "operator sees:\n" << relay_->Output() << "\n" << status << "\n";
 }
 
+// A standby takes a changed configuration for its next attempt: the active
+// instance is untouched; once it stops, the standby takes the slot and
+// publishes with the new topic template.
+TEST_F(RelayReloadTest, AStandbyTakesTheNewConfigurationForItsNextAttempt) {
+  const std::string topic2 = "outbox.reloaded." + aggtype_;
+  WriteConfig(Yaml("outbox.event.{aggregatetype}", "5"));
+  StartWithConfig();
+  const std::string standby_config = dir_ + "/standby.yaml";
+  std::ofstream(standby_config) << Yaml("outbox.event.{aggregatetype}", "5");
+  std::vector<std::string> args = RelayArgs();
+  args.insert(args.end(), {"--config", standby_config, "--set",
+                           "postgres.standby_retry_ms=200"});
+  auto standby = Process::Start(args, dir_ + "/standby.log");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return standby->Output().find("held by another") != std::string::npos ||
+               standby->Output().find("waiting for") != std::string::npos;
+      },
+      60000))
+      << standby->Output();
+  std::ofstream(standby_config, std::ios::trunc)
+      << Yaml("outbox.reloaded.{aggregatetype}", "5");
+  standby->Signal(SIGHUP);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return standby->Output().find("configuration reload: applied") !=
+               std::string::npos;
+      },
+      60000))
+      << standby->Output();
+  EXPECT_TRUE(standby->Running());
+  EXPECT_EQ(Logged("session ended"), 0);  // the active one streams on
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(60000), 0);
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(0, 10, 3, 0, &committed, &rolled_back);
+  std::set<std::string> want;
+  for (const Event& e : committed) want.insert(e.id);
+  std::set<std::string> seen;
+  ConsumeUntil(
+      env_->kafka_brokers(), {topic2},
+      [&](const std::vector<KafkaMessage>& msgs) {
+        for (const KafkaMessage& m : msgs) seen.insert(m.Header("id"));
+        return seen.size() >= want.size();
+      },
+      60000);
+  EXPECT_EQ(seen, want) << standby->Output();
+  standby->Signal(SIGTERM);
+  EXPECT_EQ(standby->Wait(60000), 0);
+}
+
 // (c) Exactly-once across a reload: the new session's transactional
 // producer fences the old one and reads the checkpoint; a read_committed
 // consumer sees every event once.
