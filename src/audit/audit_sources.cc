@@ -308,9 +308,10 @@ absl::Status RowsKept(PgConnection* db, const OutboxTable& table,
     return absl::OkStatus();
   }
   // What the slot still holds.
-  std::string in_slot =
-      absl::StrCat("there is no replication slot \"", slot,
-                   "\" here, so events no relay delivered are lost");
+  std::string in_slot = absl::StrCat(
+      "there is no replication slot \"", slot,
+      "\" here (postgres.slot), so the deleted rows' events exist only in "
+      "Kafka, if there");
   absl::StatusOr<PgResult> position = db->QueryParams(
       "SELECT coalesce(confirmed_flush_lsn::text, '') FROM "
       "pg_replication_slots WHERE slot_name = $1 AND database = "

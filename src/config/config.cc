@@ -416,10 +416,11 @@ std::vector<std::pair<std::string, std::string>> Config::RedactedEntries()
         absl::StrCat("outbox.tables[", i, "]"),
         absl::StrCat(t.QualifiedName(), " columns={id: ", t.columns.id,
                      ", aggregatetype: ", t.columns.aggregatetype,
-                     ", aggregateid: ", t.columns.aggregateid,
-                     ", type: ", t.columns.type,
-                     ", payload: ", t.columns.payload, "} topic=", t.topic,
-                     " key=", t.key, " headers=", RenderField(&headers)));
+                     ", aggregateid: ", t.columns.aggregateid, ", type: ",
+                     t.columns.type, ", payload: ", t.columns.payload,
+                     ", time: ", t.columns.time, ", seq: ", t.columns.seq,
+                     "} topic=", t.topic, " key=", t.key,
+                     " headers=", RenderField(&headers)));
   }
   return out;
 }
