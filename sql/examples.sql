@@ -37,6 +37,10 @@ COMMIT;
 --    WAL, so outbox-relay publishes it; the table stays empty, so nothing
 --    needs cleaning up and the table does not bloat. (outbox-poller reads
 --    the table, so it needs the rows: do not use this pattern with it.)
+--    The trade-off: `outbox-relay republish` and outbox-audit read rows, so
+--    they cannot recover or check these events; a retention window before
+--    the DELETE keeps them possible
+--    (docs/operations/republish.md#insert-then-delete-outboxes).
 --    Not as one statement: a DELETE cannot see rows inserted by a WITH
 --    clause of the same statement (one snapshot), so it would delete nothing.
 SELECT gen_random_uuid() AS event_id \gset

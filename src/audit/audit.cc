@@ -96,10 +96,14 @@ bool AuditReport::Passed(int64_t max_duplicates) const {
 }
 
 std::string AuditReport::ToText() const {
-  std::string s = absl::StrCat(
-      "committed events   ", committed, "\nrecords read       ", records,
+  std::string s =
+      rows.empty() ? "" : absl::StrCat("rows               ", rows, "\n");
+  absl::StrAppend(
+      &s, "committed events   ", committed, "\nrecords read       ", records,
       "\ndelivered          ", delivered, "\nmissing            ", missing,
-      "\nduplicates         ", duplicates, "\nunknown            ", unknown,
+      "\nduplicates         ", duplicates, "\nunknown            ",
+      rows.empty() ? absl::StrCat(unknown)
+                   : "not counted (records of other events are left out)",
       "\nmisrouted          ", misrouted, "\norder violations   ",
       order_violations, "\n");
   for (const std::string& e : examples) absl::StrAppend(&s, "  ", e, "\n");
@@ -111,12 +115,13 @@ std::string AuditReport::ToJson() const {
   for (const std::string& e : examples) {
     absl::StrAppend(&ex, ex.empty() ? "" : ",", "\"", e, "\"");
   }
-  return absl::StrCat("{\"committed\":", committed, ",\"records\":", records,
-                      ",\"delivered\":", delivered, ",\"missing\":", missing,
-                      ",\"duplicates\":", duplicates, ",\"unknown\":", unknown,
-                      ",\"misrouted\":", misrouted,
-                      ",\"order_violations\":", order_violations,
-                      ",\"examples\":[", ex, "]}");
+  return absl::StrCat(
+      "{\"committed\":", committed, ",\"records\":", records,
+      ",\"delivered\":", delivered, ",\"missing\":", missing,
+      ",\"duplicates\":", duplicates, ",\"unknown\":", unknown,
+      ",\"misrouted\":", misrouted, ",\"order_violations\":", order_violations,
+      ",\"examples\":[", ex, "]",
+      rows.empty() ? "" : absl::StrCat(",\"rows\":\"", rows, "\""), "}");
 }
 
 }  // namespace outbox

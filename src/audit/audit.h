@@ -51,6 +51,9 @@ struct AuditReport {
   int64_t misrouted = 0;
   int64_t order_violations = 0;
   std::vector<std::string> examples;  // a few ids per problem, for humans
+  // The rows audited when not every row (RowSelection::Describe): records
+  // of other events are left out before Audit(), so unknown counts none.
+  std::string rows;
 
   // Pass: nothing missing, unknown, misrouted or out of order, and no more
   // duplicates than max_duplicates (negative: any number).

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -38,41 +39,20 @@ struct RowsInRange {
   std::vector<TableRows> tables;
   std::vector<CommittedEvent> events;
   std::vector<std::pair<size_t, size_t>> rows_at;
+  std::vector<std::string> not_kept;  // NotKept's lines
 };
-
-// The server's reading of a --since/--until value, as text in UTC;
-// InvalidArgument naming the flag when it cannot read it.
-absl::StatusOr<std::string> ServerTime(PgConnection* db, const char* flag,
-                                       const std::string& text) {
-  absl::StatusOr<PgResult> res =
-      db->QueryParams("SELECT $1::timestamptz::text", {text});
-  if (!res.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " \"", text, "\": ", res.status().message()));
-  }
-  return PgConnection::Value(*res, 0, 0);
-}
 
 absl::StatusOr<RowsInRange> ReadRows(PgConnection* db, const Config& config,
                                      const Router& router,
-                                     const CommandLine::Republish& options) {
-  std::vector<std::string> params;
-  if (!options.all) {
-    params.push_back(options.since);
-    if (!options.until.empty()) params.push_back(options.until);
-  }
+                                     const RowSelection& selection) {
   RowsInRange out;
+  std::set<std::string> found;
+  std::vector<std::map<std::string, std::string>> all_types;
   const std::vector<Router::TableColumns> required = router.RequiredColumns();
   for (size_t t = 0; t < required.size(); ++t) {
     const Router::TableColumns& table = required[t];
     const OutboxTable& mapping = config.outbox.tables.at(t);
-    ASSIGN_OR_RETURN(
-        PgResult cols,
-        db->QueryParams(kColumnTypesSql, {table.schema, table.table}));
-    std::map<std::string, std::string> types;
-    for (int i = 0; i < PgConnection::Rows(cols); ++i) {
-      types[PgConnection::Value(cols, i, 0)] = PgConnection::Value(cols, i, 1);
-    }
+    ASSIGN_OR_RETURN(ColumnTypeMap types, ColumnTypes(db, mapping));
     ASSIGN_OR_RETURN(TableShape shape,
                      ShapeOf(table.schema, table.table, table.columns, types));
     size_t id_column = 0;
@@ -83,32 +63,14 @@ absl::StatusOr<RowsInRange> ReadRows(PgConnection* db, const Config& config,
     if (id_column == shape.columns.size()) {
       return absl::InternalError("the id column is not among the mapped ones");
     }
-    const std::string time = db->Identifier(kRepublishTimeColumn);
-    std::string where;
-    if (!options.all) {
-      if (types.count(kRepublishTimeColumn) == 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "outbox table ", shape.QualifiedName(), " has no column \"",
-            kRepublishTimeColumn,
-            "\" to select --since/--until on (sql/outbox.sql); use --all"));
-      }
-      where = absl::StrCat(" WHERE ", time, " >= $1::timestamptz");
-      if (!options.until.empty()) {
-        absl::StrAppend(&where, " AND ", time, " < $2::timestamptz");
-      }
-    }
-    // Creation order, as the audit reads it: seq, else created_at.
-    std::string order;
-    if (types.count("seq") != 0) {
-      order = " ORDER BY seq";
-    } else if (types.count(kRepublishTimeColumn) != 0) {
-      order = absl::StrCat(" ORDER BY ", time);
-    }
-    std::string sql =
-        absl::StrCat("SELECT ", MappedColumnsSelectList(*db, shape), " FROM ",
-                     db->Identifier(table.schema), ".",
-                     db->Identifier(table.table), where, order);
-    ASSIGN_OR_RETURN(PgResult res, db->QueryParams(sql, params));
+    ASSIGN_OR_RETURN(TableRowsSql sql,
+                     SelectRows(*db, mapping, types, selection));
+    ASSIGN_OR_RETURN(
+        PgResult res,
+        db->QueryParams(
+            absl::StrCat("SELECT ", MappedColumnsSelectList(*db, shape),
+                         sql.from_where, sql.order_by),
+            sql.params));
     TableRows rows{std::move(shape), {}};
     rows.rows.resize(PgConnection::Rows(res));
     for (int i = 0; i < PgConnection::Rows(res); ++i) {
@@ -121,9 +83,13 @@ absl::StatusOr<RowsInRange> ReadRows(PgConnection* db, const Config& config,
       out.events.push_back(
           {row.values[id_column], "", static_cast<int64_t>(out.events.size())});
       out.rows_at.emplace_back(t, i);
+      found.insert(row.values[id_column]);
     }
     out.tables.push_back(std::move(rows));
+    all_types.push_back(std::move(types));
   }
+  ASSIGN_OR_RETURN(out.not_kept,
+                   NotKept(db, config, all_types, selection, found));
   return out;
 }
 
@@ -221,7 +187,7 @@ int ExitCodeFor(const absl::Status& status) {
 
 }  // namespace
 
-int RunRepublishCommand(const Config& config,
+int RunRepublishCommand(const Config& config, const CommandLine::Rows& selected,
                         const CommandLine::Republish& options, FILE* out,
                         FILE* err) {
   auto fail = [&](const absl::Status& status) {
@@ -246,22 +212,12 @@ int RunRepublishCommand(const Config& config,
       PgConnection::Connect(connect);
   if (!db.ok()) return fail(db.status());
 
-  std::string range = "every row";
-  if (!options.all) {
-    absl::StatusOr<std::string> since =
-        ServerTime(db->get(), "--since", options.since);
-    if (!since.ok()) return fail(since.status());
-    range = absl::StrCat(kRepublishTimeColumn, " >= ", *since);
-    if (!options.until.empty()) {
-      absl::StatusOr<std::string> until =
-          ServerTime(db->get(), "--until", options.until);
-      if (!until.ok()) return fail(until.status());
-      absl::StrAppend(&range, " and < ", *until);
-    }
-  }
+  absl::StatusOr<RowSelection> selection = ResolveRows(db->get(), selected);
+  if (!selection.ok()) return fail(selection.status());
+  const std::string range = selection->Describe(config);
   // The tables before the topics: see the header.
   absl::StatusOr<RowsInRange> rows =
-      ReadRows(db->get(), config, **router, options);
+      ReadRows(db->get(), config, **router, *selection);
   if (!rows.ok()) return fail(rows.status());
   db->reset();
   // Progress meters on a terminal only: logs and pipes stay quiet.
@@ -285,6 +241,16 @@ int RunRepublishCommand(const Config& config,
           static_cast<long long>(considered));
   fprintf(out, "already in Kafka    %lld\n",
           static_cast<long long>(considered - to_publish));
+  // What the tables no longer hold: after the counts, and exit 3 once the
+  // rest is done.
+  auto not_kept = [&](int code) {
+    fflush(out);
+    for (const std::string& line : rows->not_kept) {
+      fprintf(err, "outbox-relay republish: %s\n", line.c_str());
+    }
+    return code == kExitOk && !rows->not_kept.empty() ? kExitPrecondition
+                                                      : code;
+  };
   if (options.dry_run) {
     std::vector<absl::string_view> ids;
     for (size_t i = 0; i < missing.size() && i < kExampleIds; ++i) {
@@ -295,7 +261,7 @@ int RunRepublishCommand(const Config& config,
             absl::StrCat(absl::StrJoin(ids, ", "),
                          missing.size() > ids.size() ? ", ..." : "")
                 .c_str());
-    return kExitOk;
+    return not_kept(kExitOk);
   }
   Outcome outcome = Produce(config, *rows, missing, **router, progress);
   fprintf(out, "re-published        %lld\n",
@@ -310,9 +276,9 @@ int RunRepublishCommand(const Config& config,
             "the id header\n",
             static_cast<long long>(to_publish - outcome.delivered),
             static_cast<long long>(to_publish), outcome.first_error.c_str());
-    return kExitInternal;
+    return not_kept(kExitInternal);
   }
-  return kExitOk;
+  return not_kept(kExitOk);
 }
 
 }  // namespace outbox

@@ -37,10 +37,20 @@ constexpr CommandLineFlag kFlags[] = {
      "override any scalar key, a map entry (kafka.properties.linger.ms=50) or "
      "a table's key (outbox.tables[0].topic=x); repeatable"},
     {"since", "TIMESTAMP", "",
-     "republish: events created at or after this time (timestamptz text; "
-     "UTC unless it names a zone)",
-     kRelayOnly},
-    {"until", "TIMESTAMP", "", "republish: and before this time", kRelayOnly},
+     "the events whose time column (outbox.columns.time) is at or after this "
+     "time (timestamptz text; UTC unless it names a zone)",
+     kRelayOnly | kAudit},
+    {"until", "TIMESTAMP", "", "and before this time", kRelayOnly | kAudit},
+    {"ids", "ID[,ID...]", "",
+     "the events with these ids (outbox.columns.id); repeatable",
+     kRelayOnly | kAudit},
+    {"ids-file", "FILE", "",
+     "the events whose ids the file lists, one a line (- for standard input)",
+     kRelayOnly | kAudit},
+    {"seq-from", "N", "",
+     "the events whose sequence column (outbox.columns.seq) is at least N",
+     kRelayOnly | kAudit},
+    {"seq-to", "N", "", "and at most N", kRelayOnly | kAudit},
     {"all", "", "", "republish: every row of the outbox tables", kRelayOnly},
     {"dry-run", "", "", "republish: print what would be re-published only",
      kRelayOnly},
@@ -88,9 +98,9 @@ constexpr CommandSpec kCommands[] = {
     {"status", "", CommandLine::Command::kStatus,
      "print the replication slot's position and lag, then exit", kRelayOnly},
     {"republish", "", CommandLine::Command::kRepublish,
-     "produce the events of a time range (--since/--until, or --all) that "
-     "are in the outbox tables but in no Kafka record, as the relay would; "
-     "never touches the slot",
+     "produce the selected events (--since/--until, --ids/--ids-file, "
+     "--seq-from/--seq-to, or --all) that are in the outbox tables but in "
+     "no Kafka record, as the relay would; never touches the slot",
      kRelayOnly},
     {"acls", "", CommandLine::Command::kAcls,
      "print the kafka-acls commands granting the Kafka access this "
@@ -242,10 +252,27 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
       cl.config_path = value;
     } else if (flag->name == "since" || flag->name == "until") {
       if (value.empty()) return Error(absl::StrCat(flag_name, " needs a time"));
-      (flag->name == "since" ? cl.republish.since : cl.republish.until) = value;
+      (flag->name == "since" ? cl.rows.since : cl.rows.until) = value;
+      republish_flag = flag_name;
+    } else if (flag->name == "ids") {
+      for (absl::string_view id : absl::StrSplit(value, ',')) {
+        id = absl::StripAsciiWhitespace(id);
+        if (id.empty()) return Error("--ids needs event ids, ID[,ID...]");
+        cl.rows.ids.emplace_back(id);
+      }
+      republish_flag = flag_name;
+    } else if (flag->name == "ids-file") {
+      if (value.empty()) return Error("--ids-file needs a file name");
+      cl.rows.ids_file = value;
+      republish_flag = flag_name;
+    } else if (flag->name == "seq-from" || flag->name == "seq-to") {
+      absl::StatusOr<int64_t> n =
+          ParseIntegerFlag(flag_name, value, 0, INT64_MAX);
+      if (!n.ok()) return n.status();
+      (flag->name == "seq-from" ? cl.rows.seq_from : cl.rows.seq_to) = *n;
       republish_flag = flag_name;
     } else if (flag->name == "all") {
-      cl.republish.all = true;
+      cl.rows.all = true;
       republish_flag = flag_name;
     } else if (flag->name == "dry-run") {
       cl.republish.dry_run = true;
@@ -301,26 +328,36 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
   if (cl.command != CommandLine::Command::kAcls && !cl.acl_principal.empty()) {
     return Error("--principal belongs to the acls command");
   }
-  if (cl.command != CommandLine::Command::kRepublish) {
+  if (tool != Tool::kAudit && cl.command != CommandLine::Command::kRepublish) {
     if (!republish_flag.empty()) {
       return Error(
           absl::StrCat(republish_flag, " belongs to the republish command"));
     }
     return cl;
   }
-  const CommandLine::Republish& r = cl.republish;
-  if (r.all && (!r.since.empty() || !r.until.empty())) {
-    return Error("republish takes --all or --since/--until, not both");
+  const CommandLine::Rows& r = cl.rows;
+  const bool time = !r.since.empty() || !r.until.empty();
+  const bool ids = !r.ids.empty() || !r.ids_file.empty();
+  const bool seq = r.seq_from || r.seq_to;
+  if ((r.all ? 1 : 0) + (time ? 1 : 0) + (ids ? 1 : 0) + (seq ? 1 : 0) > 1) {
+    return Error(
+        "take one kind of rows: --all, --since/--until, --ids/--ids-file or "
+        "--seq-from/--seq-to, not several");
   }
-  if (!r.all && r.since.empty()) {
+  if (tool != Tool::kAudit && !r.all && r.since.empty() && !ids &&
+      !r.seq_from) {
     // A whole-table re-publish must be asked for: rows whose records
     // Kafka's retention deleted look missing, and would all be sent again.
     return Error(
         "republish needs a range: --since TIMESTAMP (a time before the "
-        "loss) or --all. Rows whose records Kafka's retention already "
-        "deleted look missing too: re-publishing the whole table would "
-        "flood consumers with old events");
+        "loss), --ids ID[,ID...], --seq-from N, or --all. Rows whose records "
+        "Kafka's retention already deleted look missing too: re-publishing "
+        "the whole table would flood consumers with old events");
   }
+  if (!r.until.empty() && r.since.empty()) {
+    return Error("--until needs --since");
+  }
+  if (r.seq_to && !r.seq_from) return Error("--seq-to needs --seq-from");
   return cl;
 }
 

@@ -7,12 +7,15 @@
 //           [--slot NAME] [--tables a,b] [--topic TEMPLATE]
 //           [--set key.path=value]... [--help] [--version]
 //
-// republish (outbox-relay only) takes its range, --since TIMESTAMP [--until
-// TIMESTAMP] or --all, and --dry-run, --timeout-s S; without a range, or
-// with these flags on another command, the command line is refused.
+// republish (outbox-relay only) takes the rows it reads (Rows below:
+// --since TIMESTAMP [--until TIMESTAMP], --ids ID[,ID...] / --ids-file FILE,
+// --seq-from N [--seq-to N], or --all), and --dry-run, --timeout-s S;
+// without rows, or with these flags on another command, the command line is
+// refused.
 //
 // outbox-audit takes --json, --read-committed, --max-duplicates N and
-// --timeout-s S (reading Kafka), and no command.
+// --timeout-s S (reading Kafka), the same row selectors but --all (none:
+// every row), and no command.
 //
 // acls (outbox-relay and outbox-poller) prints the kafka-acls commands of
 // the configuration (config/kafka_acls.h); it takes --principal P.
@@ -30,6 +33,7 @@
 #define OUTBOX_CONFIG_COMMAND_LINE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,12 +47,22 @@ namespace outbox {
 struct CommandLine {
   enum class Command { kRun, kStatus, kRepublish, kFromDebezium, kAcls };
 
-  // The republish command's flags (cli/republish_command.h). Timestamps
-  // are PostgreSQL timestamptz text, checked by the server.
+  // The outbox rows republish and outbox-audit read (audit/audit_sources.h,
+  // SelectRows): one kind of selector at most. Timestamps are PostgreSQL
+  // timestamptz text, checked by the server.
+  struct Rows {
+    bool all = false;                 // republish --all
+    std::string since;                // the time column, at or after
+    std::string until;                // and before; empty: no upper bound
+    std::vector<std::string> ids;     // --ids, in order
+    std::string ids_file;             // --ids-file: one id a line
+    std::optional<int64_t> seq_from;  // the seq column, at or above
+    std::optional<int64_t> seq_to;    // and at or below
+  };
+
+  // The republish command's flags (cli/republish_command.h); its rows are
+  // CommandLine::rows.
   struct Republish {
-    std::string since;  // empty with all
-    std::string until;  // empty: no upper bound
-    bool all = false;
     bool dry_run = false;
     int timeout_s = 120;  // reading the topics back
   };
@@ -78,6 +92,7 @@ struct CommandLine {
   bool help = false;
   bool version = false;
   std::vector<Override> overrides;
+  Rows rows;
   Republish republish;
   Audit audit;
   std::string debezium_config;   // from-debezium's file

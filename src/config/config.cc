@@ -331,6 +331,8 @@ absl::Status Resolve(Draft* draft) {
     t.columns.aggregateid = d.aggregateid.value_or(outbox.columns.aggregateid);
     t.columns.type = d.type.value_or(outbox.columns.type);
     t.columns.payload = d.payload.value_or(outbox.columns.payload);
+    t.columns.time = d.time.value_or(outbox.columns.time);
+    t.columns.seq = d.seq.value_or(outbox.columns.seq);
     t.topic = d.topic.value_or(outbox.topic);
     t.key = d.key.value_or(outbox.key);
     if (t.key.empty()) t.key = t.columns.aggregateid;
@@ -343,6 +345,8 @@ absl::Status Resolve(Draft* draft) {
           {"columns.aggregateid", t.columns.aggregateid},
           {"columns.type", t.columns.type},
           {"columns.payload", t.columns.payload},
+          {"columns.time", t.columns.time},
+          {"columns.seq", t.columns.seq},
           {"topic", t.topic}}) {
       if (column.empty()) {
         return InvalidConfigValue(absl::StrCat(path, ".", what),
@@ -422,10 +426,11 @@ std::vector<std::pair<std::string, std::string>> Config::EntriesOf(
         absl::StrCat("outbox.tables[", i, "]"),
         absl::StrCat(t.QualifiedName(), " columns={id: ", t.columns.id,
                      ", aggregatetype: ", t.columns.aggregatetype,
-                     ", aggregateid: ", t.columns.aggregateid,
-                     ", type: ", t.columns.type,
-                     ", payload: ", t.columns.payload, "} topic=", t.topic,
-                     " key=", t.key, " headers=", RenderField(&headers)));
+                     ", aggregateid: ", t.columns.aggregateid, ", type: ",
+                     t.columns.type, ", payload: ", t.columns.payload,
+                     ", time: ", t.columns.time, ", seq: ", t.columns.seq,
+                     "} topic=", t.topic, " key=", t.key,
+                     " headers=", RenderField(&headers)));
   }
   return out;
 }

@@ -124,6 +124,11 @@ struct OutboxColumns {
   std::string aggregateid = "aggregateid";
   std::string type = "type";
   std::string payload = "payload";
+  // Read by `outbox-relay republish` and outbox-audit only, to select rows
+  // (--since/--until, --seq-from/--seq-to) and order them; either may be
+  // absent from a table (sql/outbox.sql has both).
+  std::string time = "created_at";  // timestamptz, timestamp or epoch ms
+  std::string seq = "seq";          // an integer in creation order
 };
 
 // One outbox table with its mapping fully resolved.

@@ -218,6 +218,19 @@ std::vector<ConfigKey> BuildKeys() {
              "event type column (inherited by tables)"));
   add(Global("outbox.columns.payload", G(outbox.columns.payload),
              "payload column, the record value (inherited by tables)"));
+  add(Global("outbox.columns.time", G(outbox.columns.time),
+             "the event's creation time, which --since and --until compare "
+             "(re-publishing and auditing): timestamptz, "
+             "timestamp (read as UTC) or an integer of Unix milliseconds; a "
+             "table without it takes the other selectors (inherited by "
+             "tables)")
+          .For(kRelayOnly | ToolBit(Tool::kAudit)));
+  add(Global("outbox.columns.seq", G(outbox.columns.seq),
+             "an integer column in creation order (an identity or serial), "
+             "which --seq-from and --seq-to compare and which orders the "
+             "events (re-publishing and auditing); a table "
+             "without it is ordered by the time column (inherited by tables)")
+          .For(kRelayOnly | ToolBit(Tool::kAudit)));
   add(Global("outbox.topic", G(outbox.topic),
              "topic template: {column} is replaced by that column's value, {{ "
              "and }} are literal braces (inherited by tables)"));
@@ -349,6 +362,13 @@ std::vector<ConfigKey> BuildKeys() {
   add(Table("outbox.tables[].columns.payload", T(payload),
             "(inherits outbox.columns.payload)",
             "this table's payload column"));
+  add(Table("outbox.tables[].columns.time", T(time),
+            "(inherits outbox.columns.time)",
+            "this table's creation time column")
+          .For(kRelayOnly | ToolBit(Tool::kAudit)));
+  add(Table("outbox.tables[].columns.seq", T(seq),
+            "(inherits outbox.columns.seq)", "this table's sequence column")
+          .For(kRelayOnly | ToolBit(Tool::kAudit)));
   add(Table("outbox.tables[].topic", T(topic), "(inherits outbox.topic)",
             "this table's topic template"));
   add(Table("outbox.tables[].key", T(key), "(inherits outbox.key)",

@@ -34,7 +34,8 @@ using FieldRef =
 // top-level outbox keys when the Config is resolved.
 struct TableDraft {
   std::string table;  // "schema.name" or "name" (schema public)
-  std::optional<std::string> id, aggregatetype, aggregateid, type, payload;
+  std::optional<std::string> id, aggregatetype, aggregateid, type, payload,
+      time, seq;
   std::optional<std::string> topic;
   std::optional<std::string> key;
   std::optional<StringMap> headers;

@@ -43,7 +43,9 @@ inline constexpr ExitCodeDoc kExitCodes[] = {
     {kExitPrecondition, "precondition",
      "the server is not set up for the relay, or the slot is gone or "
      "invalidated: the one-line message says what to change and names the "
-     "events no slot holds"},
+     "events no slot holds; republish or outbox-audit found a table or "
+     "column missing, or a table that no longer holds the rows selected "
+     "(it deletes its rows)"},
     {kExitHalted, "halted",
      "a poison row or message under outbox.on_invalid: halt (or an UPDATE "
      "under outbox.on_update: halt): the message names the event id and "

@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
                           start.command_line.acl_principal, stdout);
   }
   if (start.command_line.command == CommandLine::Command::kRepublish) {
-    return RunRepublishCommand(*config, start.command_line.republish, stdout,
-                               stderr);
+    return RunRepublishCommand(*config, start.command_line.rows,
+                               start.command_line.republish, stdout, stderr);
   }
 
   auto metrics =

@@ -107,6 +107,20 @@ TEST(AuditTest, JsonHasEveryCount) {
   }
 }
 
+// Selected rows (outbox-audit --since, --ids, --seq-from): the report says
+// which, and that unknown records are not counted.
+TEST(AuditTest, SelectedRowsAreNamedAndUnknownNotCounted) {
+  auto r = Audit(Events(), {Rec("e1", "k1")});
+  EXPECT_THAT(r.ToText(), ::testing::Not(::testing::HasSubstr("rows ")));
+  EXPECT_THAT(r.ToJson(), ::testing::Not(::testing::HasSubstr("\"rows\"")));
+  r.rows = "seq >= 3";
+  EXPECT_THAT(r.ToText(),
+              ::testing::StartsWith("rows               seq >= 3\n"));
+  EXPECT_THAT(r.ToText(),
+              ::testing::HasSubstr("unknown            not counted"));
+  EXPECT_THAT(r.ToJson(), ::testing::HasSubstr(",\"rows\":\"seq >= 3\"}"));
+}
+
 }  // namespace
 }  // namespace outbox
 

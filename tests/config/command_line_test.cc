@@ -64,15 +64,23 @@ TEST(CommandLineTest, RepublishTakesARange) {
              "--until=2024-05-01 11:00", "--dry-run", "--timeout-s", "30"});
   ASSERT_TRUE(cl.ok()) << cl.status();
   EXPECT_EQ(cl->command, CommandLine::Command::kRepublish);
-  EXPECT_EQ(cl->republish.since, "2024-05-01 10:00:00+00");
-  EXPECT_EQ(cl->republish.until, "2024-05-01 11:00");
-  EXPECT_FALSE(cl->republish.all);
+  EXPECT_EQ(cl->rows.since, "2024-05-01 10:00:00+00");
+  EXPECT_EQ(cl->rows.until, "2024-05-01 11:00");
+  EXPECT_FALSE(cl->rows.all);
   EXPECT_TRUE(cl->republish.dry_run);
   EXPECT_EQ(cl->republish.timeout_s, 30);
   cl = Parse({"--all", "republish"});
   ASSERT_TRUE(cl.ok()) << cl.status();
-  EXPECT_TRUE(cl->republish.all);
+  EXPECT_TRUE(cl->rows.all);
   EXPECT_FALSE(cl->republish.dry_run);
+  cl = Parse({"republish", "--ids", "a, b", "--ids=c", "--ids-file", "f"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_THAT(cl->rows.ids, ElementsAre("a", "b", "c"));
+  EXPECT_EQ(cl->rows.ids_file, "f");
+  cl = Parse({"republish", "--seq-from", "10", "--seq-to=20"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->rows.seq_from, 10);
+  EXPECT_EQ(cl->rows.seq_to, 20);
   // --help still answers without a range.
   EXPECT_TRUE(Parse({"republish", "--help"})->help);
 }
@@ -91,7 +99,15 @@ TEST(CommandLineTest, RepublishWithoutARangeIsRefusedWithTheReason) {
                 HasSubstr("would flood consumers with old events"));
   }
   EXPECT_THAT(Parse({"republish", "--all", "--since", "x"}).status().message(),
-              HasSubstr("--all or --since/--until, not both"));
+              HasSubstr("take one kind of rows: --all, --since/--until, "
+                        "--ids/--ids-file or --seq-from/--seq-to"));
+  EXPECT_THAT(
+      Parse({"republish", "--ids", "a", "--seq-from", "3"}).status().message(),
+      HasSubstr("take one kind of rows"));
+  EXPECT_THAT(Parse({"republish", "--seq-from", "x"}).status().message(),
+              HasSubstr("--seq-from needs an integer from 0"));
+  EXPECT_THAT(Parse({"republish", "--ids", "a,,b"}).status().message(),
+              HasSubstr("--ids needs event ids"));
   EXPECT_THAT(
       Parse({"republish", "--all", "--timeout-s", "0"}).status().message(),
       HasSubstr("--timeout-s needs an integer from 1"));
@@ -240,11 +256,13 @@ TEST(CommandLineTest, HelpNamesEveryHttpEndpoint) {
 TEST(CommandLineTest, AuditHelpListsItsFlagsAndExitCodes) {
   auto [help, exits] = SplitExitStatus(HelpText(Tool::kAudit));
   EXPECT_THAT(help, HasSubstr("Usage: outbox-audit [flags]\n"));
-  for (const char* flag : {"--json", "--read-committed", "--max-duplicates N",
-                           "--timeout-s S", "--pg CONNINFO", "--version"}) {
+  for (const char* flag :
+       {"--json", "--read-committed", "--max-duplicates N", "--timeout-s S",
+        "--pg CONNINFO", "--version", "--since TIMESTAMP", "--ids ID[,ID...]",
+        "--seq-from N", "outbox.columns.time = created_at"}) {
     EXPECT_THAT(help, HasSubstr(flag));
   }
-  for (const char* other : {"republish", "--slot", "--since", "poller.",
+  for (const char* other : {"republish", "--slot", "--dry-run", "poller.",
                             "http.listen", "postgres.slot"}) {
     EXPECT_THAT(help, Not(HasSubstr(other))) << other;
   }
@@ -291,6 +309,18 @@ TEST(CommandLineTest, AuditFlags) {
   EXPECT_THAT(
       ParseAs(Tool::kAudit, {"--max-duplicates", "x"}).status().message(),
       HasSubstr("--max-duplicates needs an integer from 0"));
+  // The rows republish takes, without a range being required; no --all.
+  EXPECT_FALSE(cl->rows.seq_from.has_value());
+  cl = ParseAs(Tool::kAudit, {"--since", "2024-05-01", "--until", "2024-06"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->rows.since, "2024-05-01");
+  cl = ParseAs(Tool::kAudit, {"--seq-from", "5"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->rows.seq_from, 5);
+  EXPECT_THAT(ParseAs(Tool::kAudit, {"--seq-to", "5"}).status().message(),
+              HasSubstr("--seq-to needs --seq-from"));
+  EXPECT_THAT(ParseAs(Tool::kAudit, {"--all"}).status().message(),
+              HasSubstr("is not one of outbox-audit's"));
 }
 
 // "--max-duplicates abc" used to become 0 (atoll): every numeric flag is an

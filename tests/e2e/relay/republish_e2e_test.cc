@@ -4,6 +4,7 @@
 // PostgreSQL and Kafka.
 #include <map>
 
+#include "absl/strings/str_join.h"
 #include "e2e/relay/relay_e2e_fixture.h"
 
 namespace outbox::testing {
@@ -52,6 +53,37 @@ class RepublishTest : public RelayE2ETest {
   }
 
   std::string Now() { return db_->Scalar("SELECT clock_timestamp()::text"); }
+
+  // Replaces the test's outbox table with one of the event columns and
+  // `extra` (another outbox shape); the relay, Write() and the audit use it.
+  void UseTable(const std::string& extra) {
+    table_ = UniqueName("outbox_shape");
+    db_->Exec("CREATE TABLE public." + table_ +
+              " (id uuid PRIMARY KEY, aggregatetype text NOT NULL, "
+              "aggregateid text NOT NULL, type text NOT NULL, payload jsonb" +
+              extra + ")");
+  }
+
+  // The ids of `events` from `from` to `to` (exclusive), comma-separated.
+  static std::string Ids(const std::vector<Event>& events, size_t from,
+                         size_t to) {
+    std::vector<std::string> ids;
+    for (size_t i = from; i < to; ++i) ids.push_back(events[i].id);
+    return absl::StrJoin(ids, ",");
+  }
+
+  // Waits for the statistics to show the table's deletes (they reach
+  // pg_stat_user_tables a moment after the commit).
+  bool WaitForDeletes(int n) {
+    return WaitUntil(
+        [&] {
+          return db_->Scalar(absl::StrCat(
+                     "SELECT coalesce(sum(n_tup_del), 0) >= ", n,
+                     " FROM pg_stat_user_tables WHERE relid = 'public.", table_,
+                     "'::regclass")) == "t";
+        },
+        60000);
+  }
 
   std::vector<std::string> rolled_back_;
   int runs_ = 0;
@@ -300,6 +332,238 @@ TEST_F(RepublishTest, ShowsProgressAtATerminalAndNothingInALog) {
   EXPECT_THAT(audit, HasSubstr("PASS"));
   EXPECT_EQ(audit.find('\r'), std::string::npos) << audit;
   EXPECT_THAT(audit, Not(HasSubstr("reading Kafka")));
+}
+
+// Issue 35, item 6: a time column of another name (outbox.columns.time).
+// `--since` on it re-publishes exactly the events the slot lost, and
+// outbox-audit takes the same range; the default column is named when the
+// table lacks it.
+TEST_F(RepublishTest, TheConfiguredTimeColumnSelectsTheRange) {
+  extra_relay_args_ = {};  // no created_at header: the table has none
+  UseTable(", occurred_at timestamptz NOT NULL DEFAULT clock_timestamp()");
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> before, published, lost;
+  Write(1, 3, 2, 0, &before, &rolled_back_);
+  const std::string since = Now();
+  Write(2, 3, 2, 0, &published, &rolled_back_);
+  std::vector<Event> delivered = before;
+  delivered.insert(delivered.end(), published.begin(), published.end());
+  Audit(delivered, rolled_back_, delivered.size());
+  StopRelay();
+  db_->Exec("SELECT pg_drop_replication_slot('" + slot_ + "')");
+  Write(3, 4, 2, 0, &lost, &rolled_back_);
+
+  // The default column is not there: one line naming table and column.
+  std::string out;
+  EXPECT_EQ(Republish({"--since", since}, &out), 3) << out;
+  EXPECT_THAT(
+      out, HasSubstr("outbox-relay republish: outbox table public." + table_ +
+                     " has no column \"created_at\" "
+                     "(outbox.columns.time) to select "
+                     "--since/--until on"));
+  const std::vector<std::string> time = {"--set",
+                                         "outbox.columns.time=occurred_at"};
+  std::vector<std::string> audit_args = time;
+  audit_args.insert(audit_args.end(), {"--since", since});
+  EXPECT_EQ(RunOutboxAudit(audit_args, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("rows               occurred_at >= "));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("missing            ", lost.size())));
+  EXPECT_THAT(out, HasSubstr("FAIL"));
+
+  std::vector<std::string> args = time;
+  args.insert(args.end(), {"--since", since});
+  ASSERT_EQ(Republish(args, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("range               occurred_at >= "));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("events considered   ",
+                                          published.size() + lost.size())));
+  EXPECT_THAT(out,
+              HasSubstr(absl::StrCat("re-published        ", lost.size())));
+  std::vector<Event> all = delivered;
+  all.insert(all.end(), lost.begin(), lost.end());
+  EXPECT_EQ(Audit(all, rolled_back_, all.size()), 0);
+  EXPECT_EQ(Topic(topic_, 100000).size(), all.size());
+  EXPECT_EQ(RunOutboxAudit(audit_args, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("missing            0"));
+  EXPECT_THAT(out, HasSubstr("PASS"));
+}
+
+// timestamp (read as UTC) and an integer of Unix milliseconds compare as
+// times; a column of another type is refused naming it.
+TEST_F(RepublishTest, TimeColumnsOfEachType) {
+  extra_relay_args_ = {};
+  for (const auto& [type, old_value] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"timestamp", "'2020-01-01 00:00:00'"},
+           {"bigint", "1577836800000"}}) {
+    UseTable(", at " + type);
+    for (int i = 0; i < 5; ++i) {
+      db_->Exec(absl::StrCat(
+          "INSERT INTO public.", table_,
+          " (id, aggregatetype, aggregateid, type, payload, at) VALUES "
+          "(gen_random_uuid(), '",
+          aggtype_, "', 'k', 'T', '{}', ",
+          i < 2
+              ? old_value
+              : (type == "bigint" ? "(extract(epoch FROM now()) * 1000)::bigint"
+                                  : "now() AT TIME ZONE 'UTC'"),
+          ")"));
+    }
+    std::string out;
+    // 2020-01-01 00:00:00 UTC is in the range, a millisecond later is not.
+    ASSERT_EQ(Republish({"--set", "outbox.columns.time=at", "--since",
+                         "2020-01-01 00:00:00.001+00", "--dry-run"},
+                        &out),
+              0)
+        << type << out;
+    EXPECT_THAT(out, HasSubstr("events considered   3")) << type;
+    ASSERT_EQ(Republish({"--set", "outbox.columns.time=at", "--since",
+                         "2019-12-31 19:00:00-05", "--dry-run"},
+                        &out),
+              0)
+        << type << out;
+    EXPECT_THAT(out, HasSubstr("events considered   5")) << type;
+  }
+  std::string out;
+  EXPECT_EQ(Republish({"--set", "outbox.columns.time=type", "--since",
+                       "2020-01-01", "--dry-run"},
+                      &out),
+            3)
+      << out;
+  EXPECT_THAT(out, HasSubstr("column \"type\" (outbox.columns.time) of outbox "
+                             "table public." +
+                             table_ +
+                             " is text, not timestamptz, timestamp or an "
+                             "integer (Unix milliseconds)"));
+}
+
+// An outbox without any time column: events by id (--ids, --ids-file) and
+// by a range of its sequence column (outbox.columns.seq); outbox-audit the
+// same.
+TEST_F(RepublishTest, WithoutATimeColumnByIdsAndBySequence) {
+  extra_relay_args_ = {};
+  UseTable(", position bigint GENERATED ALWAYS AS IDENTITY");
+  // Committed, never published: no relay runs.
+  std::vector<Event> events;
+  Write(1, 6, 1, 0, &events, &rolled_back_);
+  ASSERT_EQ(events.size(), 6u);
+  std::string out;
+  EXPECT_EQ(Republish({"--since", "2020-01-01"}, &out), 3) << out;
+  EXPECT_THAT(out, HasSubstr("has no column \"created_at\""));
+
+  ASSERT_EQ(Republish({"--ids", Ids(events, 0, 2)}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("range               2 ids (id)"));
+  EXPECT_THAT(out, HasSubstr("re-published        2"));
+  EXPECT_EQ(RunOutboxAudit({"--ids", Ids(events, 0, 2)}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("rows               2 ids (id)"));
+  EXPECT_THAT(out, HasSubstr("missing            0"));
+  EXPECT_THAT(out, HasSubstr("PASS"));
+
+  // A file of ids, one a line; an id no table holds is said, exit 3.
+  const std::string file = dir_ + "/ids.txt";
+  const std::string absent = "00000000-0000-4000-8000-0000000000aa";
+  {
+    std::ofstream f(file);
+    f << "# lost in the incident\n" << events[2].id << "\n" << absent << "\n";
+  }
+  EXPECT_EQ(Republish({"--ids-file", file}, &out), 3) << out;
+  EXPECT_THAT(out, HasSubstr("re-published        1"));
+  EXPECT_THAT(out, HasSubstr("outbox-relay republish: 1 of the 2 named ids "
+                             "are in no outbox table (first: " +
+                             absent + ")"));
+
+  // The sequence column names positions 4 and 5 (1-based: the writer's
+  // order).
+  const std::vector<std::string> seq = {"--set", "outbox.columns.seq=position"};
+  std::vector<std::string> audit_args = seq;
+  audit_args.insert(audit_args.end(), {"--seq-from", "1"});
+  EXPECT_EQ(RunOutboxAudit(audit_args, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("rows               position >= 1"));
+  EXPECT_THAT(out, HasSubstr("missing            3"));
+  std::vector<std::string> args = seq;
+  args.insert(args.end(), {"--seq-from", "4", "--seq-to", "5"});
+  ASSERT_EQ(Republish(args, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("range               position >= 4 and <= 5"));
+  EXPECT_THAT(out, HasSubstr("events considered   2"));
+  EXPECT_THAT(out, HasSubstr("re-published        2"));
+  auto got = Topic(topic_, 5);
+  std::set<std::string> ids;
+  for (const auto& m : got) ids.insert(m.Header("id"));
+  EXPECT_EQ(ids,
+            std::set<std::string>({events[0].id, events[1].id, events[2].id,
+                                   events[3].id, events[4].id}));
+  EXPECT_EQ(RunOutboxAudit(audit_args, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("missing            1"));
+  EXPECT_THAT(out, HasSubstr("missing " + events[5].id));
+  // Without the key the default column "seq" is not there.
+  EXPECT_EQ(RunOutboxAudit({"--seq-from", "1"}, &out), 3) << out;
+  EXPECT_THAT(out, HasSubstr("outbox-audit: outbox table public." + table_ +
+                             " has no column \"seq\" (outbox.columns.seq)"));
+}
+
+// The insert-then-delete outbox (sql/examples.sql): the rows are gone, so
+// neither tool can read the events back, and both say so with exit 3
+// instead of counting nothing; with a retention window, a range the table
+// still holds works and one reaching before it is refused the same way.
+TEST_F(RepublishTest, AnInsertThenDeleteOutboxIsSaidNotCounted) {
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  const std::string since = Now();
+  std::vector<Event> events;
+  for (int i = 0; i < 3; ++i) {
+    Event e{db_->Scalar("SELECT gen_random_uuid()::text"), "k-del", "{}", 0,
+            i + 1};
+    db_->Exec("BEGIN; INSERT INTO public." + table_ +
+              " (id, aggregatetype, aggregateid, type, payload) VALUES ('" +
+              e.id + "', '" + aggtype_ +
+              "', 'k-del', 'Deleted', '{}'); DELETE FROM public." + table_ +
+              " WHERE id = '" + e.id + "'; COMMIT;");
+    events.push_back(e);
+  }
+  EXPECT_EQ(Audit(events, rolled_back_, events.size()), 0);
+  ASSERT_TRUE(WaitForDeletes(3));
+  const std::string expected =
+      "outbox table public." + table_ +
+      " deletes its rows (3 deleted, pg_stat_user_tables.n_tup_del) and it "
+      "holds no row: nothing can read deleted rows back (logical decoding "
+      "cannot re-read a transaction before the slot's confirmed position); "
+      "the events committed after slot \"" +
+      slot_ + "\"'s confirmed position ";
+  std::string out;
+  EXPECT_EQ(Republish({"--since", since}, &out), 3) << out;
+  EXPECT_THAT(out, HasSubstr("events considered   0"));
+  EXPECT_THAT(out, HasSubstr("outbox-relay republish: " + expected));
+  EXPECT_THAT(out, HasSubstr("Keep a retention window before deleting: "
+                             "docs/operations/republish.md#insert-then-"
+                             "delete-outboxes"));
+  EXPECT_EQ(Republish({"--ids", events[0].id, "--dry-run"}, &out), 3) << out;
+  EXPECT_THAT(out, HasSubstr("outbox-relay republish: " + expected));
+  EXPECT_THAT(out, HasSubstr("1 of the 1 named ids are in no outbox table"));
+  // outbox-audit: no PASS, no unknown records, exit 3.
+  // (The audit reads the relay's configuration: its slot.)
+  EXPECT_EQ(RunOutboxAudit({"--set", "postgres.slot=" + slot_}, &out), 3)
+      << out;
+  EXPECT_THAT(out, HasSubstr("outbox-audit: " + expected));
+  EXPECT_THAT(out, HasSubstr("INCOMPLETE"));
+  EXPECT_THAT(out, Not(HasSubstr("PASS")));
+  EXPECT_EQ(Topic(topic_, 100000).size(), events.size());
+
+  // A retention window: rows kept (the relay publishes them), older ones
+  // deleted by a janitor.
+  std::vector<Event> kept;
+  Write(1, 3, 1, 0, &kept, &rolled_back_);
+  Audit(kept, rolled_back_, kept.size());
+  const std::string kept_from =
+      db_->Scalar("SELECT min(created_at)::text FROM public." + table_);
+  EXPECT_EQ(Republish({"--since", since, "--dry-run"}, &out), 3) << out;
+  EXPECT_THAT(out, HasSubstr("events considered   3"));
+  EXPECT_THAT(out, HasSubstr("and it holds no row before "));
+  EXPECT_THAT(out, HasSubstr(", where the selection starts"));
+  ASSERT_EQ(Republish({"--since", kept_from, "--dry-run"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("events considered   3"));
+  EXPECT_THAT(out, HasSubstr("would re-publish    0"));
+  EXPECT_EQ(RunOutboxAudit({"--since", kept_from}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("PASS"));
 }
 
 }  // namespace
