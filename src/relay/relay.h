@@ -131,6 +131,12 @@ struct RelayOptions {
   // Called once when the session starts ending (stop, or an error), before
   // the final flush and status update: the supervisor's draining state.
   std::function<void()> on_draining;
+  // While set (relay/pause_control.h: POST /pause), the loop reads nothing
+  // further from the stream: what was read is still delivered and
+  // confirmed, and status updates go on at status_interval_ms (the slot
+  // stays held, wal_sender_timeout never ends the connection). nullptr:
+  // never paused. Not owned; must outlive Run().
+  const std::atomic<bool>* paused = nullptr;
 };
 
 // What a session did: counters the loop adds to (Relay's own).
@@ -186,6 +192,7 @@ class Relay {
 
  private:
   // One pass over the stream (ReadBatch()), for the wait after it.
+  bool Paused() const;  // RelayOptions::paused
   struct ReadPass {
     int messages = 0;
     size_t bytes = 0;

@@ -53,11 +53,12 @@ std::string KafkaBlockedState(const absl::Status& s, absl::string_view topic) {
 class RelaySupervisor {
  public:
   RelaySupervisor(const Config& config, const std::atomic<bool>& stop,
-                  RelayMetrics* metrics, Clock* clock)
+                  RelayMetrics* metrics, Clock* clock, PauseControl* pause)
       : config_(config),
         stop_(stop),
         metrics_(metrics),
         clock_(clock),
+        pause_(pause),
         lifecycle_(config.postgres, stop,
                    metrics != nullptr ? &metrics->role() : nullptr,
                    metrics != nullptr ? &metrics->daemon_status() : nullptr,
@@ -112,6 +113,7 @@ class RelaySupervisor {
       kafka_.on_connection_state =
           metrics_->daemon_status().KafkaStateListener();
     }
+    if (pause_ != nullptr) pause_->Attach(kafka_);
     factory_ = std::make_unique<SessionFactory>(
         config_, derived_, kafka_, plugin_.get(), slot_marker_.get(), clock_);
     StartHelpers();
@@ -237,17 +239,29 @@ class RelaySupervisor {
   // Active: streams until the session ends, draining as it does.
   SessionEnd Stream(Session& session) {
     const ServerInfo& server = session.stream->server();
+    SessionEnd end;
+    end.stage = SessionStage::kStream;
+    if (pause_ != nullptr) {
+      // The pair's pause, read before anything is: a standby taking over
+      // from a paused instance starts paused.
+      pause_->SetSystemId(server.system_id);
+      if (absl::Status p = pause_->Refresh(); !p.ok()) {
+        end.status = absl::UnavailableError(absl::StrCat(
+            "cannot read the pause record, so not streaming: ", p.message()));
+        SessionEnded(end.status, RelayStats{});
+        return end;
+      }
+    }
     LogStreaming(server);
     std::unique_ptr<Decoder> decoder = plugin_->NewDecoder();
     RelayOptions pipeline = derived_.pipeline;
+    if (pause_ != nullptr) pipeline.paused = pause_->paused_flag();
     pipeline.message_router = message_router_.get();
     pipeline.heartbeat_nonce = heartbeat_nonce_;
     pipeline.on_draining = [this] { lifecycle_.Drain(); };
     Relay relay(pipeline, session.stream.get(), decoder.get(), router_.get(),
                 session.sink.get(), clock_, server.slot_confirmed_flush,
                 metrics_, session.policy.get());
-    SessionEnd end;
-    end.stage = SessionStage::kStream;
     end.status = relay.Run(stop_);
     // E.g. pgoutput's fallback from binary to text: the status says why.
     end.restart_requested =
@@ -381,6 +395,7 @@ class RelaySupervisor {
   const std::atomic<bool>& stop_;
   RelayMetrics* const metrics_;
   Clock* const clock_;
+  PauseControl* const pause_;  // null: never paused
   Lifecycle lifecycle_;
   RelayConfig derived_;  // computed once by Configure()
   KafkaOptions kafka_;   // derived_'s, with the connection listener
@@ -402,8 +417,8 @@ class RelaySupervisor {
 }  // namespace
 
 int RunRelay(const Config& config, const std::atomic<bool>& stop,
-             RelayMetrics* metrics, Clock* clock) {
-  return RelaySupervisor(config, stop, metrics, clock).Run();
+             RelayMetrics* metrics, Clock* clock, PauseControl* pause) {
+  return RelaySupervisor(config, stop, metrics, clock, pause).Run();
 }
 
 }  // namespace outbox

@@ -34,15 +34,20 @@
 #include "config/config.h"
 #include "daemon/exit_code.h"
 #include "outbox/clock.h"
+#include "relay/pause_control.h"
 #include "relay/relay_config.h"
 #include "relay/relay_metrics.h"
 
 namespace outbox {
 
 // `metrics` may be null (no metrics, no slot monitor). Time is read from
-// `clock`.
+// `clock`. `pause` (http.control.enabled; may be null: never paused) is
+// given the producer options, read at every session start (a session that
+// cannot read it ends unstreamed and is retried: a takeover never streams
+// while the pair may be paused) and followed by each session's loop.
 int RunRelay(const Config& config, const std::atomic<bool>& stop,
-             RelayMetrics* metrics = nullptr, Clock* clock = RealClock());
+             RelayMetrics* metrics = nullptr, Clock* clock = RealClock(),
+             PauseControl* pause = nullptr);
 
 }  // namespace outbox
 
