@@ -250,6 +250,12 @@ struct LimitsConfig {
 
 struct HttpConfig {
   std::string listen = "127.0.0.1:9187";  // empty: no HTTP server
+  // outbox-relay: POST /pause and /resume (docs/operations/pause.md).
+  bool control_enabled = false;
+  std::string control_token_file;  // required when control_enabled
+  // The token read from control_token_file at load (secrets.h); no key:
+  // never printed.
+  std::string control_token;
 };
 
 struct LogConfig {

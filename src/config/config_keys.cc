@@ -510,6 +510,15 @@ std::vector<ConfigKey> BuildKeys() {
              "host:port for the status page (/), /status.json, /metrics, "
              "/healthz, /readyz and /activez; empty disables")
           .For(kDaemons));
+  // POST /pause and /resume (docs/operations/pause.md).
+  add(Global("http.control.enabled", G(http.control_enabled),
+             "serve POST /pause and /resume on http.listen; false: 404")
+          .For(kRelayOnly));
+  add(Global("http.control.token_file", G(http.control_token_file),
+             "file holding the bearer token POST /pause and /resume require "
+             "(a mounted secret), read at start without trailing newlines; "
+             "required when http.control.enabled")
+          .For(kRelayOnly));
   // log
   add(Global("log.format", G(log.format), "text | json").For(kDaemons));
   add(Global("log.level", G(log.level), "debug | info | warn | error")

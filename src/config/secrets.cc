@@ -164,6 +164,21 @@ std::string ConninfoWithPassword(absl::string_view conninfo,
 }
 
 absl::Status ReadSecretFiles(Config* config) {
+  HttpConfig& http = config->http;
+  if (http.control_enabled) {
+    if (http.listen.empty()) {
+      return KeyError("http.control.enabled",
+                      "is true but http.listen is empty (no HTTP server)");
+    }
+    if (http.control_token_file.empty()) {
+      return KeyError("http.control.token_file",
+                      "is required when http.control.enabled is true");
+    }
+    absl::StatusOr<std::string> token =
+        ReadSecret("http.control.token_file", http.control_token_file);
+    if (!token.ok()) return token.status();
+    http.control_token = *std::move(token);
+  }
   PostgresConfig& pg = config->postgres;
   if (absl::Status s =
           AddPassword("postgres.password_file", "postgres.conninfo",

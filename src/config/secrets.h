@@ -12,7 +12,10 @@
 //   ReadSecretFiles()  postgres.password_file (and standby_password_file):
 //                      the file's content becomes the conninfo's password;
 //                      kafka.properties NAME_file: the file's content becomes
-//                      property NAME. Trailing CR/LF are dropped. A file that
+//                      property NAME; http.control.token_file (when
+//                      http.control.enabled, required): the file's content
+//                      becomes HttpConfig::control_token. Trailing CR/LF
+//                      are dropped. A file that
 //                      cannot be read or is empty, or a secret given both
 //                      ways, is an error naming the key.
 //

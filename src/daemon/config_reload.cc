@@ -13,6 +13,8 @@ namespace outbox {
 const std::vector<std::string>& RestartOnlyKeys() {
   static const std::vector<std::string>* keys =
       new std::vector<std::string>{"http.listen",
+                                   "http.control.enabled",
+                                   "http.control.token_file",
                                    "log.format",
                                    "postgres.slot",
                                    "postgres.plugin",

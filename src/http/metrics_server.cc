@@ -6,8 +6,10 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "http/status_page.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
@@ -43,6 +45,59 @@ void ServeHealth(bool ok, const std::string& detail, httplib::Response& res) {
                   "text/plain; charset=utf-8");
 }
 
+// Equal without an early exit on the first difference: the time taken
+// tells nothing of how much of the token a guess got right.
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const unsigned char x = a.empty() ? 0 : a[i % a.size()];
+    diff |= x ^ static_cast<unsigned char>(b[i]);
+  }
+  return diff == 0;
+}
+
+void ServeJson(int status, const std::string& body, httplib::Response& res) {
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(body + "\n", "application/json; charset=utf-8");
+}
+
+void ServeError(int status, absl::string_view message, httplib::Response& res) {
+  std::string body = "{\"error\":";
+  AppendJsonString(&body, message);
+  body += "}";
+  ServeJson(status, body, res);
+}
+
+// POST /pause and /resume: authenticates, then hands the request on.
+void ServeControl(const HttpControl& control, const std::string& action,
+                  const httplib::Request& req, httplib::Response& res) {
+  const std::string auth = req.get_header_value("Authorization");
+  constexpr absl::string_view kBearer = "Bearer ";
+  if (!absl::StartsWith(auth, kBearer)) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    return ServeError(
+        401, "an Authorization: Bearer <token> header is required", res);
+  }
+  if (!ConstantTimeEquals(absl::string_view(auth).substr(kBearer.size()),
+                          control.token)) {
+    Log(Severity::kWarn, "refused a control request: wrong token",
+        {{"action", action}, {"remote", req.remote_addr}});
+    return ServeError(403, "wrong token", res);
+  }
+  std::string by = req.get_header_value("X-Outbox-By");
+  if (by.empty()) by = req.get_param_value("by");
+  if (by.empty()) by = absl::StrCat("unnamed (", req.remote_addr, ")");
+  const std::string reason = req.get_param_value("reason");
+  absl::StatusOr<std::string> state = control.handle(action, by, reason);
+  if (!state.ok()) {
+    Log(Severity::kWarn, absl::StrCat("cannot ", action),
+        {{"by", by}, {"error", std::string(state.status().message())}});
+    return ServeError(503, state.status().message(), res);
+  }
+  ServeJson(200, *state, res);
+}
+
 }  // namespace
 
 struct MetricsServer::Impl {
@@ -52,12 +107,13 @@ struct MetricsServer::Impl {
   std::shared_ptr<prometheus::Registry> registry;
   std::function<HealthState()> health;
   std::function<StatusSnapshot()> status;
+  HttpControl control;
 };
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& listen, std::shared_ptr<prometheus::Registry> registry,
-    std::function<HealthState()> health,
-    std::function<StatusSnapshot()> status) {
+    std::function<HealthState()> health, std::function<StatusSnapshot()> status,
+    HttpControl control) {
   std::string host;
   int port = 0;
   if (absl::Status s = SplitListen(listen, &host, &port); !s.ok()) return s;
@@ -65,6 +121,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   impl->registry = std::move(registry);
   impl->health = std::move(health);
   impl->status = std::move(status);
+  impl->control = std::move(control);
   Impl* p = impl.get();
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let
   // a second process bind the same port and get half the scrapes.
@@ -115,6 +172,35 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
           res.set_content(ToJson(snapshot), "application/json; charset=utf-8");
         });
   }
+  const bool controlled = !p->control.token.empty() && p->control.handle;
+  if (controlled) {
+    for (const char* action : {"pause", "resume"}) {
+      p->server.Post(
+          absl::StrCat("/", action),
+          [p, action](const httplib::Request& req, httplib::Response& res) {
+            ServeControl(p->control, action, req, res);
+          });
+    }
+  }
+  // cpp-httplib answers 400 to a POST without a body (no Content-Length,
+  // not chunked) before routing it, and `curl -X POST` sends none: such a
+  // control request is served here, before that check (404 without an
+  // HttpControl, as with a body).
+  p->server.set_pre_routing_handler(
+      [p, controlled](const httplib::Request& req, httplib::Response& res) {
+        using Handled = httplib::Server::HandlerResponse;
+        if (req.method != "POST" || req.has_header("Content-Length") ||
+            req.has_header("Transfer-Encoding") ||
+            (req.path != "/pause" && req.path != "/resume")) {
+          return Handled::Unhandled;
+        }
+        if (!controlled) {
+          res.status = 404;
+        } else {
+          ServeControl(p->control, req.path.substr(1), req, res);
+        }
+        return Handled::Handled;
+      });
   if (port == 0) {
     p->port = p->server.bind_to_any_port(host);
     if (p->port < 0) p->port = 0;

@@ -12,6 +12,14 @@
 //                  high-availability.md)
 //   GET /activez   200 only while active and streaming (the instance that
 //                  holds the slot); 503 otherwise
+//   POST /pause, POST /resume  with an HttpControl only (outbox-relay's
+//                  http.control.enabled; 404 without): `Authorization:
+//                  Bearer <token>` required (401 without, 403 for another
+//                  token, compared in constant time); `by` from the
+//                  X-Outbox-By header or the by parameter, `reason` from the
+//                  reason parameter (query or form body). The answer is
+//                  HttpControl::handle's JSON (200), or {"error": ...} with
+//                  503 when it fails. The token is never logged or served.
 //
 // Threading: the server answers on its own threads (cpp-httplib). It only
 // reads the registry (prometheus-cpp metrics are thread safe) and calls the
@@ -41,6 +49,17 @@ struct HealthState {
   std::string detail;   // body text, e.g. "holding slot outbox_relay"
 };
 
+// The control endpoints (POST /pause, /resume).
+struct HttpControl {
+  std::string token;  // the bearer token; empty: no control endpoints
+  // action "pause" or "resume": the new state as a JSON object, or the
+  // error (one line) that kept it from changing.
+  std::function<absl::StatusOr<std::string>(const std::string& action,
+                                            const std::string& by,
+                                            const std::string& reason)>
+      handle;
+};
+
 class MetricsServer {
  public:
   // Binds `listen` ("host:port"; port 0 picks a free one) and starts serving.
@@ -50,7 +69,8 @@ class MetricsServer {
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       const std::string& listen, std::shared_ptr<prometheus::Registry> registry,
       std::function<HealthState()> health,
-      std::function<StatusSnapshot()> status = nullptr);
+      std::function<StatusSnapshot()> status = nullptr,
+      HttpControl control = {});
   ~MetricsServer();  // stops and joins the server thread
 
   int port() const;  // the bound port

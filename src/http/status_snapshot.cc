@@ -64,6 +64,10 @@ std::string ToJson(const StatusSnapshot& s) {
     o.Add("health_detail", s.health_detail);
     o.Add("role", s.role);
     o.Add("active", s.active);
+    o.Add("paused", s.paused);
+    o.Add("paused_by", s.paused_by);
+    o.Add("paused_since", s.paused_since);
+    o.Add("paused_reason", s.paused_reason);
     o.Add("events_delivered", s.events_delivered);
     o.Add("latency_count", s.latency_count);
     o.Add("latency_sum_seconds", s.latency_sum_seconds);

@@ -32,6 +32,12 @@ struct StatusSnapshot {
   // /activez (active and streaming).
   std::optional<std::string> role;
   std::optional<bool> active;
+  // outbox-relay with http.control.enabled (relay/pause_control.h): paused,
+  // and by whom, since when (RFC 3339 UTC) and why when paused.
+  std::optional<bool> paused;
+  std::optional<std::string> paused_by;
+  std::optional<std::string> paused_since;
+  std::optional<std::string> paused_reason;
 
   std::optional<int64_t> events_delivered;  // acknowledged by Kafka
   // The delivery latency histogram's count and sum (commit -> report).

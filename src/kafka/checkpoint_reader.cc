@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "outbox/status_macros.h"
 
@@ -127,17 +129,16 @@ absl::Status CheckpointTopicError(const std::string& topic, int err,
 
 namespace {
 
-// Every record with one of `keys` in `topic`, in offset order, to on_value
-// (the key's index in `keys`; nullopt for a tombstone), read as
+// Every keyed record in `topic`, in offset order within a partition, to
+// on_value (its key; nullopt for a tombstone), read as
 // ReadCheckpoint's comment says: to the high watermark, never stopping at a
 // last stable offset below it. OK without a call when the topic does not
 // exist (and topic_exists is false).
 absl::Status ReadKeyedValues(
-    const KafkaOptions& options, const std::string& topic,
-    const std::vector<std::string>& keys, int timeout_ms,
+    const KafkaOptions& options, const std::string& topic, int timeout_ms,
     absl::string_view what, bool topic_exists,
-    const std::function<absl::Status(size_t, std::optional<absl::string_view>)>&
-        on_value) {
+    const std::function<absl::Status(
+        absl::string_view, std::optional<absl::string_view>)>& on_value) {
   // The high watermarks come from a read_uncommitted client: a
   // read_committed one may answer with the last stable offset.
   absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> probe =
@@ -257,20 +258,15 @@ absl::Status ReadKeyedValues(
       return s;
     } else if (m->key != nullptr) {
       const absl::string_view k(static_cast<const char*>(m->key), m->key_len);
-      const auto it = std::find(keys.begin(), keys.end(), k);
-      if (it != keys.end()) {
-        // A tombstone (null value) deletes the key.
-        std::optional<absl::string_view> value;
-        if (m->payload != nullptr) {
-          value =
-              absl::string_view(static_cast<const char*>(m->payload), m->len);
-        }
-        absl::Status s =
-            on_value(static_cast<size_t>(it - keys.begin()), value);
-        if (!s.ok()) {
-          rd_kafka_message_destroy(m);
-          return s;
-        }
+      // A tombstone (null value) deletes the key.
+      std::optional<absl::string_view> value;
+      if (m->payload != nullptr) {
+        value = absl::string_view(static_cast<const char*>(m->payload), m->len);
+      }
+      absl::Status s = on_value(k, value);
+      if (!s.ok()) {
+        rd_kafka_message_destroy(m);
+        return s;
       }
     }
     rd_kafka_message_destroy(m);
@@ -285,16 +281,38 @@ absl::StatusOr<std::vector<std::optional<std::string>>> ReadLatestValues(
     const std::vector<std::string>& keys, int timeout_ms,
     absl::string_view what, bool topic_exists) {
   std::vector<std::optional<std::string>> last(keys.size());
-  RETURN_IF_ERROR(
-      ReadKeyedValues(options, topic, keys, timeout_ms, what, topic_exists,
-                      [&last](size_t i, std::optional<absl::string_view> v) {
-                        if (v.has_value()) {
-                          last[i] = std::string(*v);
-                        } else {
-                          last[i].reset();
-                        }
-                        return absl::OkStatus();
-                      }));
+  RETURN_IF_ERROR(ReadKeyedValues(
+      options, topic, timeout_ms, what, topic_exists,
+      [&](absl::string_view k, std::optional<absl::string_view> v) {
+        const auto it = std::find(keys.begin(), keys.end(), k);
+        if (it == keys.end()) return absl::OkStatus();
+        std::optional<std::string>& slot = last[it - keys.begin()];
+        if (v.has_value()) {
+          slot = std::string(*v);
+        } else {
+          slot.reset();
+        }
+        return absl::OkStatus();
+      }));
+  return last;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ReadLatestValuesWithPrefix(
+    const KafkaOptions& options, const std::string& topic,
+    const std::string& prefix, int timeout_ms, absl::string_view what,
+    bool topic_exists) {
+  std::map<std::string, std::string> last;
+  RETURN_IF_ERROR(ReadKeyedValues(
+      options, topic, timeout_ms, what, topic_exists,
+      [&](absl::string_view k, std::optional<absl::string_view> v) {
+        if (!absl::StartsWith(k, prefix)) return absl::OkStatus();
+        if (v.has_value()) {
+          last[std::string(k)] = std::string(*v);
+        } else {
+          last.erase(std::string(k));
+        }
+        return absl::OkStatus();
+      }));
   return last;
 }
 
@@ -317,11 +335,12 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
   last.system_identifier = system_identifier;
   last.slot = slot;
   bool found = false;
+  const std::string key = Checkpoint::Key(system_identifier, slot);
   RETURN_IF_ERROR(ReadKeyedValues(
-      options, topic, {Checkpoint::Key(system_identifier, slot)}, timeout_ms,
-      "checkpoint topic", topic_exists,
-      [&](size_t, std::optional<absl::string_view> v) -> absl::Status {
-        if (!v.has_value()) return absl::OkStatus();
+      options, topic, timeout_ms, "checkpoint topic", topic_exists,
+      [&](absl::string_view k,
+          std::optional<absl::string_view> v) -> absl::Status {
+        if (k != key || !v.has_value()) return absl::OkStatus();
         ASSIGN_OR_RETURN(Checkpoint c, Checkpoint::Parse(*v));
         // The furthest one, whatever the read order.
         if (!found || c.After(last)) last = c;

@@ -23,6 +23,7 @@
 #ifndef OUTBOX_KAFKA_CHECKPOINT_READER_H_
 #define OUTBOX_KAFKA_CHECKPOINT_READER_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,12 @@ absl::StatusOr<std::vector<std::optional<std::string>>> ReadLatestValues(
     const KafkaOptions& options, const std::string& topic,
     const std::vector<std::string>& keys, int timeout_ms,
     absl::string_view what, bool topic_exists);
+// The newest value of every key that starts with `prefix`, in key order,
+// read the same way (a tombstone removes the key).
+absl::StatusOr<std::map<std::string, std::string>> ReadLatestValuesWithPrefix(
+    const KafkaOptions& options, const std::string& topic,
+    const std::string& prefix, int timeout_ms, absl::string_view what,
+    bool topic_exists);
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
                                           const std::string& topic,

@@ -26,18 +26,62 @@
 // new one (a fatal producer error, a missing WRITE ACL granted later). Kafka
 // unreachable within the timeout: Unavailable (the relay retries).
 //
-// Threading: StoredSlotMarker serializes the calls.
+// StateTopic is what both the marker store and the pair's control records
+// (kafka/control_records.h) use: the topic check at the first read, reads of
+// the newest values, and awaited writes with a producer of its own.
+//
+// Threading: StoredSlotMarker serializes the calls; StateTopic is
+// thread-compatible.
 #ifndef OUTBOX_KAFKA_STATE_TOPIC_H_
 #define OUTBOX_KAFKA_STATE_TOPIC_H_
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "kafka/rdkafka_sink.h"
 #include "pg/slot_marker.h"
 
 namespace outbox {
+
+// One compacted state topic (created when missing, at the first read).
+class StateTopic {
+ public:
+  // `what` names the records in errors ("the slot marker").
+  StateTopic(KafkaOptions options, std::string topic, int timeout_ms,
+             KafkaConfig::InternalTopics internal, std::string what);
+  ~StateTopic();
+
+  // The newest value of each of `keys`, in their order.
+  absl::StatusOr<std::vector<std::optional<std::string>>> ReadKeys(
+      const std::vector<std::string>& keys);
+  // The newest value of every key starting with `prefix`, in key order.
+  absl::StatusOr<std::map<std::string, std::string>> ReadPrefix(
+      const std::string& prefix);
+  // Produces `value` under `key` (acks=all) and waits for the broker.
+  absl::Status Write(const std::string& key, const std::string& value);
+
+  const std::string& topic() const { return topic_; }
+  RdKafkaSink* producer_for_testing() { return producer_.get(); }
+
+ private:
+  absl::Status EnsureTopic();
+  absl::Status Unchecked(const absl::Status& s) const;
+  absl::Status WriteOnce(const std::string& key, const std::string& value);
+
+  const KafkaOptions options_;
+  const std::string topic_;
+  const int timeout_ms_;
+  const KafkaConfig::InternalTopics internal_;
+  const std::string what_;
+  bool topic_checked_ = false;
+  // Why the first read could not check the topic; "" when it could.
+  std::string unchecked_;
+  std::unique_ptr<RdKafkaSink> producer_;  // made at a Write() without one
+};
 
 class KafkaSlotMarkerStore final : public SlotMarkerStore {
  public:
@@ -63,21 +107,12 @@ class KafkaSlotMarkerStore final : public SlotMarkerStore {
   const std::string& key() const { return key_; }
   // Tests only: the producer the next Save() uses; null before the first
   // Save() and after a failed one dropped it.
-  RdKafkaSink* producer_for_testing() { return producer_.get(); }
+  RdKafkaSink* producer_for_testing() { return state_.producer_for_testing(); }
 
  private:
-  absl::Status SaveOnce(const std::string& text);
-
-  const KafkaOptions options_;
-  const std::string topic_;
   const std::string slot_;
   const std::string key_;
-  const int timeout_ms_;
-  const KafkaConfig::InternalTopics internal_;
-  bool topic_checked_ = false;
-  // Why the first Load() could not check the topic; "" when it could.
-  std::string unchecked_;
-  std::unique_ptr<RdKafkaSink> producer_;  // made at a Save() without one
+  StateTopic state_;
 };
 
 }  // namespace outbox

@@ -18,6 +18,7 @@
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
 #include "prometheus/registry.h"
+#include "relay/pause_control.h"
 #include "relay/relay_health.h"
 #include "relay/relay_metrics.h"
 #include "relay/supervisor.h"
@@ -27,9 +28,11 @@ namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_reload{false};  // SIGHUP (daemon/config_reload.h)
 
-// /status.json: the metrics' figures and the configured limits.
+// /status.json: the metrics' figures, the configured limits, and the pause
+// (with http.control.enabled).
 outbox::StatusSnapshot Status(const outbox::RelayMetrics& metrics,
-                              const outbox::Config& config) {
+                              const outbox::Config& config,
+                              const outbox::PauseControl* pause) {
   using namespace outbox;
   StatusSnapshot s;
   s.service = "outbox-relay";
@@ -41,7 +44,39 @@ outbox::StatusSnapshot Status(const outbox::RelayMetrics& metrics,
     s.max_inflight_bytes = config.limits.max_inflight_bytes;
     s.max_tracked_events = config.limits.max_tracked_events;
   }
+  if (pause != nullptr) {
+    const PauseRecord r = pause->current();
+    s.paused = r.paused;
+    if (r.paused) {
+      s.paused_by = r.by;
+      s.paused_since = r.at;
+      s.paused_reason = r.reason;
+    }
+  }
   return s;
+}
+
+// POST /pause and /resume: the new state, as /status.json has it.
+absl::StatusOr<std::string> PauseRequest(outbox::PauseControl& pause,
+                                         const std::string& action,
+                                         const std::string& by,
+                                         const std::string& reason) {
+  using namespace outbox;
+  if (absl::Status s = pause.Request(action == "pause", by, reason); !s.ok()) {
+    return s;
+  }
+  const PauseRecord r = pause.current();
+  std::string out =
+      absl::StrCat("{\"paused\":", r.paused ? "true" : "false", ",\"by\":");
+  AppendJsonString(&out, r.by);
+  out += r.paused ? ",\"since\":" : ",\"at\":";
+  AppendJsonString(&out, r.at);
+  if (r.paused) {
+    out += ",\"reason\":";
+    AppendJsonString(&out, r.reason);
+  }
+  out += "}";
+  return out;
 }
 
 }  // namespace
@@ -74,17 +109,33 @@ int main(int argc, char** argv) {
   // The configuration in force, start-up's until a SIGHUP changes it.
   ConfigReloader reloader(start.command_line, start.config, &g_reload,
                           &metrics->config_reload());
+  std::unique_ptr<PauseControl> pause;
+  if (config->http.control_enabled) {
+    RelayMetrics* m = metrics.get();
+    m->SetPaused(false);
+    pause = std::make_unique<PauseControl>(
+        *config, [m](bool paused) { m->SetPaused(paused); });
+  }
   std::unique_ptr<MetricsServer> http;
   std::string http_listen = "disabled";
   if (!config->http.listen.empty()) {
     RelayMetrics* m = metrics.get();
     ConfigReloader* r = &reloader;
+    PauseControl* p = pause.get();
+    HttpControl control;
+    if (p != nullptr) {
+      control.token = config->http.control_token;
+      control.handle = [p](const std::string& action, const std::string& by,
+                           const std::string& reason) {
+        return PauseRequest(*p, action, by, reason);
+      };
+    }
     auto server = MetricsServer::Start(
         config->http.listen, metrics->registry(),
         [m, r] {
           return RelayHealth(*m, *r->current(), RealClock()->NowMicros());
         },
-        [m, r] { return Status(*m, *r->current()); });
+        [m, r, p] { return Status(*m, *r->current(), p); }, std::move(control));
     if (!server.ok()) {
       Log(Severity::kError, std::string(server.status().message()));
       return kExitUsage;
@@ -99,7 +150,9 @@ int main(int argc, char** argv) {
        {"revision", GitRevision()},
        {"slot", config->postgres.slot},
        {"http_listen", http_listen}});
-  int code = RunRelay(*config, g_stop, metrics.get(), RealClock(), &reloader);
-  http.reset();  // before the metrics it serves
+  int code = RunRelay(*config, g_stop, metrics.get(), RealClock(), &reloader,
+                      /*restart=*/nullptr, pause.get());
+  http.reset();   // before the metrics and the pause it serves
+  pause.reset();  // before the metrics it sets
   return code;
 }

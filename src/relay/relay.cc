@@ -30,6 +30,10 @@ constexpr size_t kCoalesceAfterBytes = 8 << 10;
 // The timeout of an idle flush (RelayOptions::send_when_idle).
 constexpr int kIdleFlushMs = 1;
 constexpr int64_t kEagerStatusUs = 100'000;  // status soon after progress
+// Paused, the walsender's keepalive requests go unread (they wait in the
+// socket): a status update at least this often answers them, whatever
+// wal_sender_timeout is (1 s is its smallest useful setting).
+constexpr int64_t kPausedStatusUs = 500'000;
 
 InFlight::Limits LimitsOf(const RelayOptions& o) {
   InFlight::Limits l;
@@ -106,6 +110,9 @@ absl::Status Relay::ActOnReports() {
 }
 
 absl::Status Relay::ReadBatch(ReadPass* pass) {
+  // Paused: the messages wait in the socket (and in the walsender), which
+  // keeps reading our status updates while its sends block.
+  if (Paused()) return absl::OkStatus();
   for (;;) {
     if (in_flight_.Backpressured()) {
       pass->held = true;
@@ -137,8 +144,9 @@ absl::Status Relay::MaybeSendStatus(bool force) {
   // checkpoint) may lie behind where the session started.
   confirmed = std::max(confirmed, start_);
   int64_t since = now - last_status_us_;
-  bool due = force || reply_requested_ ||
-             since >= int64_t{options_.status_interval_ms} * 1000 ||
+  int64_t interval_us = int64_t{options_.status_interval_ms} * 1000;
+  if (Paused()) interval_us = std::min(interval_us, kPausedStatusUs);
+  bool due = force || reply_requested_ || since >= interval_us ||
              (confirmed != last_sent_flush_ && since >= kEagerStatusUs);
   if (!due) return absl::OkStatus();
   confirmed_ = confirmed;
@@ -182,13 +190,20 @@ void Relay::WaitAfter(const ReadPass& pass) {
     WaitForWork(std::min<int64_t>(timeout_us, options_.read_coalesce_us),
                 /*want_stream=*/false);
   } else {
-    WaitForWork(timeout_us, !in_flight_.Backpressured());
+    WaitForWork(timeout_us, !in_flight_.Backpressured() && !Paused());
   }
 }
 
+bool Relay::Paused() const {
+  return options_.paused != nullptr &&
+         options_.paused->load(std::memory_order_relaxed);
+}
+
 int64_t Relay::WaitTimeoutUs() const {
-  int64_t until_status_us = int64_t{options_.status_interval_ms} * 1000 -
-                            (clock_->NowMicros() - last_status_us_);
+  int64_t interval_us = int64_t{options_.status_interval_ms} * 1000;
+  if (Paused()) interval_us = std::min(interval_us, kPausedStatusUs);
+  int64_t until_status_us =
+      interval_us - (clock_->NowMicros() - last_status_us_);
   int64_t timeout_us = std::clamp<int64_t>(until_status_us, 0, 100'000);
   // An open Kafka transaction falls due on time, not at the next turn.
   if (const int64_t wake = policy_->WakeAtUs(); wake >= 0 && !in_transaction_) {

@@ -139,6 +139,12 @@ struct RelayOptions {
   // the next session, started from the confirmed position, repeats no event
   // of this one. The supervisor's "end this session cleanly" (SIGHUP).
   std::function<bool()> end_session;
+  // While set (relay/pause_control.h: POST /pause), the loop reads nothing
+  // further from the stream: what was read is still delivered and
+  // confirmed, and status updates go on at status_interval_ms (the slot
+  // stays held, wal_sender_timeout never ends the connection). nullptr:
+  // never paused. Not owned; must outlive Run().
+  const std::atomic<bool>* paused = nullptr;
 };
 
 // What a session did: counters the loop adds to (Relay's own).
@@ -194,6 +200,7 @@ class Relay {
 
  private:
   // One pass over the stream (ReadBatch()), for the wait after it.
+  bool Paused() const;  // RelayOptions::paused
   struct ReadPass {
     int messages = 0;
     size_t bytes = 0;

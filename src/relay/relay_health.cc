@@ -50,7 +50,9 @@ HealthState RelayHealth(const RelayMetrics& metrics, const Config& config,
   h.alive =
       idle_us < RelayAliveWindowUs(config) || now_us < metrics.busy_until_us();
   std::string slot_problem = metrics.slot_problem();
-  if (slot_problem.empty() && config.postgres.heartbeat_interval_s > 0) {
+  // Paused (POST /pause), nothing is read, so no heartbeat comes back.
+  if (slot_problem.empty() && config.postgres.heartbeat_interval_s > 0 &&
+      !metrics.paused()) {
     slot_problem = metrics.heartbeat_problem(
         now_us, config.postgres.heartbeat_timeout_s * 1'000'000);
   }
@@ -64,6 +66,9 @@ HealthState RelayHealth(const RelayMetrics& metrics, const Config& config,
                             idle_us / 1'000'000, " s");
   } else if (!slot_problem.empty() && role == Role::kActive) {
     h.detail = slot_problem;
+  } else if (h.active && metrics.paused()) {
+    h.detail = absl::StrCat("active: paused, holding slot ",
+                            config.postgres.slot, " (POST /resume continues)");
   } else if (h.active) {
     h.detail =
         absl::StrCat("active: streaming from slot ", config.postgres.slot);

@@ -9,9 +9,10 @@
 //           a wedged process, never one waiting out an outage; or the
 //           supervisor is opening a session within SessionOpenBoundUs()
 //   ready   alive and healthy in its role: active and streaming from a
-//           usable slot (and the heartbeat, when on, comes back), or a
-//           standby whose last attempt found the slot held by another
-//           instance
+//           usable slot (and the heartbeat, when on, comes back; not
+//           asked while paused: nothing is read), or a standby whose last
+//           attempt found the slot held by another instance. A paused
+//           relay (POST /pause) is ready and active: it holds the slot
 //   active  alive, active and streaming from a usable slot
 //
 // Threading: any thread (reads atomics and locked state).

@@ -117,6 +117,10 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
       "as the check at the first session found them (logged as a warning); "
       "NaN until checked.");
   unreplicated_topics_->Set(std::numeric_limits<double>::quiet_NaN());
+  paused_ = NewGauge(r, "outbox_relay_paused",
+                     "1 while publishing is paused (POST /pause, "
+                     "docs/operations/pause.md): nothing further is read from "
+                     "the replication stream; 0 otherwise.");
   auto& blocked =
       prometheus::BuildGauge()
           .Name("outbox_relay_kafka_blocked")
@@ -370,6 +374,11 @@ void RelayMetrics::SetFailoverProblems(std::optional<size_t> problems) {
 
 void RelayMetrics::SetUnreplicatedTopics(size_t topics) {
   unreplicated_topics_->Set(static_cast<double>(topics));
+}
+
+void RelayMetrics::SetPaused(bool paused) {
+  paused_flag_.store(paused, std::memory_order_relaxed);
+  paused_->Set(paused ? 1 : 0);
 }
 
 void RelayMetrics::FillStatus(StatusSnapshot* s) const {

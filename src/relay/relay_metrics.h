@@ -44,6 +44,8 @@
 //                                                on 3+ brokers (checked at
 //                                                the first session; NaN:
 //                                                not yet)
+//   outbox_relay_paused                          1 while paused (POST
+//                                                /pause), else 0
 //   outbox_relay_nontransactional_messages_total non-transactional logical
 //                                                messages under the outbox
 //                                                prefix, ignored
@@ -164,6 +166,10 @@ class RelayMetrics : public PipelineObserver {
   // Supervisor thread: the start-up replication check's count
   // (kafka/topic_replication.h). Never affects /readyz.
   void SetUnreplicatedTopics(size_t topics);
+  // Any thread (relay/pause_control.h): paused or not. While paused the
+  // heartbeat cannot come back (nothing is read): RelayHealth ignores it.
+  void SetPaused(bool paused);
+  bool paused() const { return paused_flag_.load(std::memory_order_relaxed); }
 
   // The tableless outbox: a non-transactional message ignored. Relay
   // thread.
@@ -255,6 +261,8 @@ class RelayMetrics : public PipelineObserver {
   prometheus::Gauge* failover_ready_;
   prometheus::Gauge* failover_problems_;
   prometheus::Gauge* unreplicated_topics_;
+  prometheus::Gauge* paused_;
+  std::atomic<bool> paused_flag_{false};
   prometheus::Gauge* kafka_blocked_authorization_;
   prometheus::Gauge* kafka_blocked_unknown_topic_;
   std::string kafka_blocked_topic_;  // relay thread; "" when not blocked

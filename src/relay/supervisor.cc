@@ -89,13 +89,14 @@ class RelaySupervisor {
  public:
   RelaySupervisor(const Config& config, const std::atomic<bool>& stop,
                   RelayMetrics* metrics, Clock* clock, ConfigReloader* reload,
-                  SessionRestart* restart)
+                  SessionRestart* restart, PauseControl* pause)
       : config_(config),
         stop_(stop),
         metrics_(metrics),
         clock_(clock),
         reload_(reload),
         restart_(restart),
+        pause_(pause),
         lifecycle_(config.postgres, stop,
                    metrics != nullptr ? &metrics->role() : nullptr,
                    metrics != nullptr ? &metrics->daemon_status() : nullptr,
@@ -171,6 +172,7 @@ class RelaySupervisor {
       kafka_.on_connection_state =
           metrics_->daemon_status().KafkaStateListener();
     }
+    if (pause_ != nullptr) pause_->Attach(kafka_);
     factory_ = std::make_unique<SessionFactory>(
         config_, derived_, kafka_, plugin_.get(), slot_marker_.get(), clock_);
     StartHelpers();
@@ -284,9 +286,23 @@ class RelaySupervisor {
   // Active: streams until the session ends, draining as it does.
   SessionEnd Stream(Session& session) {
     const ServerInfo& server = session.stream->server();
+    SessionEnd end;
+    end.stage = SessionStage::kStream;
+    if (pause_ != nullptr) {
+      // The pair's pause, read before anything is: a standby taking over
+      // from a paused instance starts paused.
+      pause_->SetSystemId(server.system_id);
+      if (absl::Status p = pause_->Refresh(); !p.ok()) {
+        end.status = absl::UnavailableError(absl::StrCat(
+            "cannot read the pause record, so not streaming: ", p.message()));
+        SessionEnded(end.status, RelayStats{});
+        return end;
+      }
+    }
     LogStreaming(server);
     std::unique_ptr<Decoder> decoder = plugin_->NewDecoder();
     RelayOptions pipeline = derived_.pipeline;
+    if (pause_ != nullptr) pipeline.paused = pause_->paused_flag();
     pipeline.message_router = message_router_.get();
     pipeline.heartbeat_nonce = heartbeat_nonce_;
     pipeline.on_draining = [this] { lifecycle_.Drain(); };
@@ -294,8 +310,6 @@ class RelaySupervisor {
     Relay relay(pipeline, session.stream.get(), decoder.get(), router_.get(),
                 session.sink.get(), clock_, server.slot_confirmed_flush,
                 metrics_, session.policy.get());
-    SessionEnd end;
-    end.stage = SessionStage::kStream;
     end.status = relay.Run(stop_);
     // E.g. pgoutput's fallback from binary to text: the status says why.
     end.restart_requested =
@@ -431,6 +445,7 @@ class RelaySupervisor {
   Clock* const clock_;
   ConfigReloader* const reload_;   // may be null
   SessionRestart* const restart_;  // never null
+  PauseControl* const pause_;  // null: never paused
   Lifecycle lifecycle_;
   RelayConfig derived_;  // computed once by Configure()
   KafkaOptions kafka_;   // derived_'s, with the connection listener
@@ -453,11 +468,12 @@ class RelaySupervisor {
 
 int RunRelay(const Config& config, const std::atomic<bool>& stop,
              RelayMetrics* metrics, Clock* clock, ConfigReloader* reload,
-             SessionRestart* restart) {
+             SessionRestart* restart, PauseControl* pause) {
   SessionRestart own;
   if (restart == nullptr) restart = &own;
   return RunSessions(config, restart, reload, [&](const Config& c) {
-    return RelaySupervisor(c, stop, metrics, clock, reload, restart).Run();
+    return RelaySupervisor(c, stop, metrics, clock, reload, restart, pause)
+        .Run();
   });
 }
 

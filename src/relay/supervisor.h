@@ -50,17 +50,22 @@
 #include "daemon/exit_code.h"
 #include "daemon/session_restart.h"
 #include "outbox/clock.h"
+#include "relay/pause_control.h"
 #include "relay/relay_config.h"
 #include "relay/relay_metrics.h"
 
 namespace outbox {
 
 // `metrics` may be null (no metrics, no slot monitor). Time is read from
-// `clock`. `reload` (SIGHUP) and `restart` may be null.
+// `clock`. `reload` (SIGHUP) and `restart` may be null. `pause`
+// (http.control.enabled; may be null: never paused) is given the producer
+// options, read at every session start (a session that cannot read it ends
+// unstreamed and is retried: a takeover never streams while the pair may be
+// paused) and followed by each session's loop.
 int RunRelay(const Config& config, const std::atomic<bool>& stop,
              RelayMetrics* metrics = nullptr, Clock* clock = RealClock(),
              ConfigReloader* reload = nullptr,
-             SessionRestart* restart = nullptr);
+             SessionRestart* restart = nullptr, PauseControl* pause = nullptr);
 
 }  // namespace outbox
 

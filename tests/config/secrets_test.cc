@@ -130,6 +130,41 @@ TEST_F(SecretsTest, KafkaPropertyFiles) {
   EXPECT_THAT(c->Redacted(), Not(HasSubstr("-pw")));
 }
 
+// http.control.token_file (issue 35): read when http.control.enabled,
+// required then; the token is never printed.
+TEST_F(SecretsTest, ControlTokenFile) {
+  auto error = [](const absl::StatusOr<Config>& c) {
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(c.status().message());
+  };
+  const std::string token = WriteFile("token", "t0k3n-value\n");
+  absl::StatusOr<Config> c =
+      Load({"--set", "http.control.enabled=true", "--set",
+            absl::StrCat("http.control.token_file=", token)});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http.control_token, "t0k3n-value");
+  EXPECT_THAT(c->Redacted(), Not(HasSubstr("t0k3n-value")));
+  // Not enabled: not read.
+  c = Load({"--set", "http.control.token_file=/no/such/file"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http.control_token, "");
+  EXPECT_THAT(error(Load({"--set", "http.control.enabled=true"})),
+              HasSubstr("\"http.control.token_file\": is required when "
+                        "http.control.enabled is true"));
+  EXPECT_THAT(error(Load({"--set", "http.control.enabled=true", "--set",
+                          "http.control.token_file=/no/such/file"})),
+              HasSubstr("\"http.control.token_file\": cannot read "
+                        "/no/such/file: No such file or directory"));
+  EXPECT_THAT(error(Load({"--set", "http.control.enabled=true", "--set",
+                          absl::StrCat("http.control.token_file=",
+                                       WriteFile("empty-token", "\n"))})),
+              HasSubstr("is empty"));
+  EXPECT_THAT(error(Load({"--set", "http.control.enabled=true", "--set",
+                          "http.listen=", "--set",
+                          absl::StrCat("http.control.token_file=", token)})),
+              HasSubstr("http.listen is empty"));
+}
+
 TEST_F(SecretsTest, FileErrorsNameTheKey) {
   std::string missing = absl::StrCat(::testing::TempDir(), "/no-such-file");
   auto error = [](const absl::StatusOr<Config>& c) {

@@ -2,7 +2,11 @@
 // with cpp-httplib's client.
 #include "http/metrics_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -15,6 +19,25 @@ namespace outbox {
 namespace {
 
 using ::testing::HasSubstr;
+
+// Sends `request` as is; the whole answer.
+std::string RawRequest(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      write(fd, request.data(), request.size()) ==
+          static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+  }
+  close(fd);
+  return out;
+}
 
 class MetricsServerTest : public ::testing::Test {
  protected:
@@ -89,6 +112,92 @@ TEST_F(MetricsServerTest, UnknownPathIs404) {
   auto res = client_->Get("/nope");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
+}
+
+TEST_F(MetricsServerTest, NoControlEndpointsWithoutAnHttpControl) {
+  auto res =
+      client_->Post("/pause", httplib::Headers{{"Authorization", "Bearer x"}},
+                    "", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_THAT(RawRequest(server_->port(),
+                         "POST /pause HTTP/1.1\r\nHost: x\r\nConnection: "
+                         "close\r\n\r\n"),
+              HasSubstr("HTTP/1.1 404"));
+}
+
+// POST /pause and /resume: the token is required (401), must match (403),
+// and only then is the handler asked, with `by` and `reason`; its error is
+// a 503 with the message.
+TEST(MetricsServerControlTest, AuthenticatesThenHandsTheRequestOn) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::vector<std::string> calls;
+  bool fail = false;
+  HttpControl control;
+  control.token = "t0ken";
+  control.handle =
+      [&](const std::string& action, const std::string& by,
+          const std::string& reason) -> absl::StatusOr<std::string> {
+    calls.push_back(action + "|" + by + "|" + reason);
+    if (fail) return absl::UnavailableError("kafka is away");
+    return std::string("{\"paused\":true}");
+  };
+  auto server = MetricsServer::Start(
+      "127.0.0.1:0", registry, [] { return HealthState{}; }, nullptr, control);
+  ASSERT_TRUE(server.ok()) << server.status();
+  httplib::Client client("127.0.0.1", (*server)->port());
+
+  auto res = client.Post("/pause", "", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_EQ(res->get_header_value("WWW-Authenticate"), "Bearer");
+  for (const char* wrong : {"t0ke", "t0ken2", "T0KEN", " t0ken"}) {
+    res = client.Post(
+        "/pause",
+        httplib::Headers{{"Authorization", std::string("Bearer ") + wrong}}, "",
+        "text/plain");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 403) << wrong;
+  }
+  EXPECT_TRUE(calls.empty());
+
+  res = client.Post("/pause?reason=migration",
+                    httplib::Headers{{"Authorization", "Bearer t0ken"},
+                                     {"X-Outbox-By", "alice"}},
+                    "", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "{\"paused\":true}\n");
+  httplib::Params form{{"by", "bob"}, {"reason", "done"}};
+  res = client.Post("/resume",
+                    httplib::Headers{{"Authorization", "Bearer t0ken"}}, form);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(calls, ::testing::ElementsAre("pause|alice|migration",
+                                            "resume|bob|done"));
+  fail = true;
+  res =
+      client.Post("/pause", httplib::Headers{{"Authorization", "Bearer t0ken"}},
+                  "", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(res->body, "{\"error\":\"kafka is away\"}\n");
+  EXPECT_THAT(calls.back(), HasSubstr("pause|unnamed (127.0.0.1)|"));
+  res = client.Get("/pause");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->status, 200);
+  // As `curl -X POST` sends it: no body, no Content-Length.
+  fail = false;
+  EXPECT_THAT(RawRequest((*server)->port(),
+                         "POST /resume?reason=q HTTP/1.1\r\nHost: x\r\n"
+                         "Authorization: Bearer t0ken\r\nConnection: "
+                         "close\r\n\r\n"),
+              HasSubstr("HTTP/1.1 200"));
+  EXPECT_EQ(calls.back(), "resume|unnamed (127.0.0.1)|q");
+  EXPECT_THAT(RawRequest((*server)->port(),
+                         "POST /pause HTTP/1.1\r\nHost: x\r\nConnection: "
+                         "close\r\n\r\n"),
+              HasSubstr("HTTP/1.1 401"));
 }
 
 TEST(MetricsServerStartTest, RejectsMalformedAddress) {

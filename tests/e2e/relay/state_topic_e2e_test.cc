@@ -15,6 +15,9 @@
 //     ACL is granted, with the producer options the relay has under
 //     on_invalid: halt (enable.gapless.guarantee); a fatal producer error
 //     fails one write, not every later one.
+//   - the pair's control records (kafka/control_records.h, issue 35): the
+//     newest value per key under one pair and slot, in key order, never
+//     another pair's; a pause record round-trips.
 #include <librdkafka/rdkafka.h>
 
 #include <cstdlib>
@@ -26,6 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kafka/checkpoint_reader.h"
+#include "kafka/control_records.h"
 #include "kafka/rdkafka_sink.h"
 #include "kafka/state_topic.h"
 #include "pg/libpq_replication_stream.h"
@@ -295,6 +299,48 @@ TEST_F(StateTopicE2ETest, AFatalProducerErrorDoesNotOutliveOneWrite) {
                       "state topic", true);
   ASSERT_TRUE(now.ok()) << now.status();
   EXPECT_EQ(now->value_or(""), "third");
+}
+
+// The control records of one pair and slot: the newest per key, in key
+// order, a tombstone-free prefix read that never returns another pair's or
+// another slot's records, and the topic created at the first read.
+TEST_F(StateTopicE2ETest, ControlRecordsReadTheNewestOfOnePairsKeys) {
+  ControlRecords a(Options(), topic_, "pair-a", kSlot, 15000);
+  ControlRecords other_pair(Options(), topic_, "pair-b", kSlot, 15000);
+  ControlRecords other_slot(Options(), topic_, "pair-a", "other", 15000);
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> none =
+      a.Read("pause");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+
+  PauseRecord p{true, "alice", "2026-11-27T16:00:00Z", "broker \"move\""};
+  ASSERT_TRUE(a.Write(kPauseSuffix, p.Encode()).ok());
+  p.paused = false;
+  p.by = "bob";
+  ASSERT_TRUE(a.Write(kPauseSuffix, p.Encode()).ok());
+  ASSERT_TRUE(a.Write("operator/2-y", R"({"action":"skip"})").ok());
+  ASSERT_TRUE(a.Write("operator/1-x", R"({"action":"advance"})").ok());
+  ASSERT_TRUE(other_pair.Write(kPauseSuffix, R"({"paused":true})").ok());
+  ASSERT_TRUE(other_slot.Write(kPauseSuffix, R"({"paused":true})").ok());
+
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> pause =
+      a.Read(kPauseSuffix);
+  ASSERT_TRUE(pause.ok()) << pause.status();
+  ASSERT_EQ(pause->size(), 1u);
+  EXPECT_EQ((*pause)[0].first, "pair-a/outbox_relay/pause");
+  absl::StatusOr<PauseRecord> read = PauseRecord::Parse((*pause)[0].second);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->paused);
+  EXPECT_EQ(read->by, "bob");
+  EXPECT_EQ(read->reason, "broker \"move\"");
+
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ops =
+      a.Read("operator/");
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  ASSERT_EQ(ops->size(), 2u);
+  EXPECT_EQ((*ops)[0].first, "pair-a/outbox_relay/operator/1-x");
+  EXPECT_EQ((*ops)[1].second, R"({"action":"skip"})");
+  EXPECT_FALSE(PauseRecord::Parse("{}").ok());
 }
 
 }  // namespace
