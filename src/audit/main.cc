@@ -8,7 +8,9 @@
 // record of the topics the configured routing gives them
 // (RoutedTopicPatterns: the templates, or outbox.topic_regex); prints missing,
 // duplicates, unknown (rolled back or foreign), misrouted and per-key order
-// violations. Exit 0 when it passes, 1 when it fails, 2 on bad usage, 3 when
+// violations, and the events operators skipped on purpose (outbox-relay
+// skip/advance: "skipped by operator", with who, when and why; not
+// missing). Exit 0 when it passes, 1 when it fails, 2 on bad usage, 3 when
 // a server cannot be read.
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 
 #include "audit/audit.h"
 #include "audit/audit_sources.h"
+#include "audit/operator_skips.h"
 #include "common/progress.h"
 #include "common/version.h"
 #include "config/command_line.h"
@@ -76,7 +79,17 @@ int main(int argc, char** argv) {
             std::string(records.status().message()).c_str());
     return 3;
   }
-  AuditReport report = Audit(*committed, *records);
+  // The events operators dropped on purpose: skipped, not missing. Not
+  // readable: reported, and such events count as missing.
+  absl::StatusOr<OperatorSkips> skips = ReadOperatorSkips(*config);
+  if (!skips.ok()) {
+    fprintf(stderr,
+            "outbox-audit: cannot read the operator's skip and advance "
+            "records (events they dropped count as missing): %s\n",
+            std::string(skips.status().message()).c_str());
+  }
+  AuditReport report =
+      Audit(*committed, *records, skips.ok() ? &*skips : nullptr);
   bool passed = report.Passed(max_duplicates);
   if (flags.json) {
     printf("%s\n", report.ToJson().c_str());

@@ -143,7 +143,25 @@ absl::Status Relay::MaybeSendStatus(bool force) {
   last_sent_flush_ = confirmed;
   last_status_us_ = now;
   reply_requested_ = false;
+  ApplyOperatorActions();
   return absl::OkStatus();
+}
+
+void Relay::ApplyOperatorActions() {
+  OperatorActions* actions = options_.operator_actions;
+  if (actions == nullptr || actions->empty()) return;
+  // PostgreSQL has the flush LSN now: what the actions dropped will not be
+  // sent again (a crash of PostgreSQL may move the slot back; the record
+  // says what was dropped, and a replay delivers it).
+  for (const OperatorAction& a : actions->Complete(last_sent_flush_)) {
+    Log(Severity::kInfo, "operator action applied",
+        {{"action", a.What()},
+         {"events", absl::StrCat(a.events)},
+         {"by", a.by},
+         {"at", a.at},
+         {"confirmed_lsn", FormatLsn(last_sent_flush_)}});
+    if (options_.on_operator_applied) options_.on_operator_applied(a);
+  }
 }
 
 void Relay::EndTurn() {

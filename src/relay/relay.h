@@ -65,6 +65,7 @@
 
 #include "absl/status/status.h"
 #include "core/commit_policy.h"
+#include "core/operator_actions.h"
 #include "outbox/change.h"
 #include "outbox/clock.h"
 #include "outbox/decoder.h"
@@ -131,6 +132,13 @@ struct RelayOptions {
   // Called once when the session starts ending (stop, or an error), before
   // the final flush and status update: the supervisor's draining state.
   std::function<void()> on_draining;
+  // The operator's pending skips and advances (core/operator_actions.h; not
+  // owned, may be null): the events they name are dropped, never produced
+  // or tracked, and confirmed past like a transaction without outbox rows.
+  OperatorActions* operator_actions = nullptr;
+  // Called on Run()'s thread with each of those actions once it is applied
+  // (the flush LSN sent covers what it dropped): writes its record.
+  std::function<void(const OperatorAction&)> on_operator_applied;
 };
 
 // What a session did: counters the loop adds to (Relay's own).
@@ -139,9 +147,10 @@ struct RelayCounters {
   int64_t events_delivered = 0;
   int64_t bytes_delivered = 0;
   int64_t dead_lettered = 0;
-  int64_t messages_ignored = 0;  // non-transactional outbox messages
-  int64_t heartbeats_seen = 0;   // this relay's, back through the slot
-  int64_t updates_ignored = 0;   // UPDATEs of outbox rows (outbox.on_update)
+  int64_t skipped_by_operator = 0;  // dropped on an operator's action
+  int64_t messages_ignored = 0;     // non-transactional outbox messages
+  int64_t heartbeats_seen = 0;      // this relay's, back through the slot
+  int64_t updates_ignored = 0;      // UPDATEs of outbox rows (outbox.on_update)
   int64_t delivery_errors = 0;
   int64_t transactions = 0;
   int64_t status_updates = 0;
@@ -215,6 +224,9 @@ class Relay {
   absl::Status HandleEvent(const StreamMessage& msg, bool from_message);
   absl::Status HandleLogicalMessage(const StreamMessage& msg);
   absl::Status HandleUpdate(const StreamMessage& msg);
+  // True when an operator's action names this event: dropped and logged.
+  bool SkippedByOperator(bool from_message);
+  void ApplyOperatorActions();
 
   // Producing and the delivery reports (relay_delivery.cc).
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
@@ -261,6 +273,8 @@ class Relay {
   Change change_;
   Record record_;
   bool in_transaction_ = false;
+  // Where the open transaction's commit record starts (from its Begin).
+  Lsn txn_commit_lsn_ = kInvalidLsn;
   Lsn received_ = kInvalidLsn;
   int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
   int64_t unsent_ = 0;       // records produced since the last idle flush
