@@ -154,7 +154,7 @@ int RunOperatorCommand(const Config& config, CommandLine::Command command,
   absl::FPrintF(out, "record    %s%s in %s\n", records.key_prefix(),
                 OperatorRequestSuffix(a.id), config.kafka.state_topic);
   absl::FPrintF(out, "relay     %s\n",
-                slot->active ? "paused: applied when it resumes"
+                slot->active ? "paused: applied at its next session start"
                              : "stopped: applied when it next starts");
   return kExitOk;
 }

@@ -9,7 +9,7 @@
 // (3), nothing written. Then it writes the request record
 // "<pair>/<slot>/operator/<at>-<uuid>" (core/operator_actions.h) to
 // kafka.state_topic and prints what it recorded. The relay applies it when
-// its next session starts or it resumes, before producing anything.
+// its next session starts, before producing anything.
 //
 // Why the relay applies an advance rather than this command moving the
 // slot (pg_replication_slot_advance): the relay sees each event it drops,
