@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 
 namespace outbox {
 namespace {
@@ -22,7 +23,8 @@ void Example(AuditReport* r, int* count, absl::string_view what,
 }  // namespace
 
 AuditReport Audit(const std::vector<CommittedEvent>& committed,
-                  const std::vector<PublishedRecord>& records) {
+                  const std::vector<PublishedRecord>& records,
+                  const OperatorSkips* skips) {
   AuditReport r;
   r.committed = static_cast<int64_t>(committed.size());
   r.records = static_cast<int64_t>(records.size());
@@ -68,6 +70,15 @@ AuditReport Audit(const std::vector<CommittedEvent>& committed,
     }
   }
   for (size_t i : MissingEvents(committed, records)) {
+    if (skips != nullptr) {
+      auto skip = skips->find(committed[i].id);
+      if (skip != skips->end()) {
+        if (r.skipped_by_operator++ < static_cast<int64_t>(kMaxSkippedListed)) {
+          r.skipped.emplace_back(committed[i].id, skip->second);
+        }
+        continue;
+      }
+    }
     ++r.missing;
     Example(&r, &missing_ex, "missing", committed[i].id);
   }
@@ -106,7 +117,19 @@ std::string AuditReport::ToText() const {
                    : "not counted (records of other events are left out)",
       "\nmisrouted          ", misrouted, "\norder violations   ",
       order_violations, "\n");
+  if (skipped_by_operator > 0) {
+    absl::StrAppend(&s, "skipped by operator ", skipped_by_operator, "\n");
+  }
   for (const std::string& e : examples) absl::StrAppend(&s, "  ", e, "\n");
+  for (const auto& [id, k] : skipped) {
+    absl::StrAppend(&s, "  skipped by operator ", id, " (by ", k.by, ", at ",
+                    k.at, k.reason.empty() ? "" : ", reason: ", k.reason, "; ",
+                    k.action, ")\n");
+  }
+  if (skipped_by_operator > static_cast<int64_t>(skipped.size())) {
+    absl::StrAppend(&s, "  ... and ", skipped_by_operator - skipped.size(),
+                    " more skipped by operator\n");
+  }
   return s;
 }
 
@@ -115,13 +138,29 @@ std::string AuditReport::ToJson() const {
   for (const std::string& e : examples) {
     absl::StrAppend(&ex, ex.empty() ? "" : ",", "\"", e, "\"");
   }
-  return absl::StrCat(
-      "{\"committed\":", committed, ",\"records\":", records,
-      ",\"delivered\":", delivered, ",\"missing\":", missing,
-      ",\"duplicates\":", duplicates, ",\"unknown\":", unknown,
-      ",\"misrouted\":", misrouted, ",\"order_violations\":", order_violations,
-      ",\"examples\":[", ex, "]",
-      rows.empty() ? "" : absl::StrCat(",\"rows\":\"", rows, "\""), "}");
+  std::string sk;
+  for (const auto& [id, k] : skipped) {
+    sk += sk.empty() ? "{\"id\":" : ",{\"id\":";
+    AppendJsonString(&sk, id);
+    for (const auto& [name, value] :
+         {std::pair<const char*, const std::string*>{"action", &k.action},
+          {"by", &k.by},
+          {"at", &k.at},
+          {"reason", &k.reason}}) {
+      absl::StrAppend(&sk, ",\"", name, "\":");
+      AppendJsonString(&sk, *value);
+    }
+    sk += "}";
+  }
+  return absl::StrCat("{\"committed\":", committed, ",\"records\":", records,
+                      ",\"delivered\":", delivered, ",\"missing\":", missing,
+                      ",\"duplicates\":", duplicates, ",\"unknown\":", unknown,
+                      ",\"misrouted\":", misrouted,
+                      ",\"order_violations\":", order_violations,
+                      ",\"skipped_by_operator\":", skipped_by_operator,
+                      ",\"examples\":[", ex, "],\"skipped\":[", sk, "]",
+                      rows.empty() ? "" : absl::StrCat(",\"rows\":\"", rows, "\""),
+                      "}");
 }
 
 }  // namespace outbox

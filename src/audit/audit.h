@@ -11,6 +11,12 @@
 //   misrouted   first record's key differs from the event's   (must be 0)
 //   order       per key, first deliveries out of the events'
 //               creation order (seq)                           (must be 0)
+//   skipped by operator
+//               committed events with no record that an operator's
+//               applied skip or advance dropped (OperatorSkip,
+//               core/operator_actions.h): reported with who, when and
+//               why, and not missing
+
 // The order check assumes each aggregate's events are created by
 // transactions that serialize on the aggregate (the usual outbox write: the
 // aggregate's row is updated in the same transaction), so creation order is
@@ -22,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +48,18 @@ struct PublishedRecord {
   int64_t offset = 0;
 };
 
+// Why an event has no record on purpose: the operator's action that
+// dropped it.
+struct OperatorSkip {
+  std::string action;  // "skip event X", "advance 0/1..0/2"
+  std::string by, at, reason;
+};
+// Event id -> the action that dropped it.
+using OperatorSkips = std::map<std::string, OperatorSkip>;
+
+// The most skipped events the report names one by one.
+inline constexpr size_t kMaxSkippedListed = 100;
+
 struct AuditReport {
   int64_t committed = 0;
   int64_t records = 0;
@@ -50,10 +69,13 @@ struct AuditReport {
   int64_t unknown = 0;
   int64_t misrouted = 0;
   int64_t order_violations = 0;
+  int64_t skipped_by_operator = 0;
   std::vector<std::string> examples;  // a few ids per problem, for humans
   // The rows audited when not every row (RowSelection::Describe): records
   // of other events are left out before Audit(), so unknown counts none.
   std::string rows;
+  // The skipped events (at most kMaxSkippedListed), in creation order.
+  std::vector<std::pair<std::string, OperatorSkip>> skipped;
 
   // Pass: nothing missing, unknown, misrouted or out of order, and no more
   // duplicates than max_duplicates (negative: any number).
@@ -71,8 +93,11 @@ std::vector<size_t> MissingEvents(const std::vector<CommittedEvent>& committed,
 
 // `records` must be in partition order (offset ascending within each
 // topic-partition); records of different partitions may interleave.
+// `skips`: the events operators dropped (may be null): those without a
+// record count as skipped_by_operator instead of missing.
 AuditReport Audit(const std::vector<CommittedEvent>& committed,
-                  const std::vector<PublishedRecord>& records);
+                  const std::vector<PublishedRecord>& records,
+                  const OperatorSkips* skips = nullptr);
 
 }  // namespace outbox
 

@@ -11,10 +11,12 @@
 // audit_sources.h) and every record of the topics the configured routing
 // gives them (RoutedTopicPatterns: the templates, or outbox.topic_regex);
 // prints missing, duplicates, unknown (rolled back or foreign; not counted
-// when rows are selected), misrouted and per-key order violations. Exit 0
-// when it passes, 1 when it fails, 2 on bad usage, 3 when a server cannot be
-// read or a table no longer holds rows the audit covers (a table that
-// deletes its rows: one line each, and INCOMPLETE instead of PASS).
+// when rows are selected), misrouted and per-key order violations, and the
+// events operators skipped on purpose (outbox-relay skip/advance: "skipped
+// by operator", with who, when and why; not missing). Exit 0 when it
+// passes, 1 when it fails, 2 on bad usage, 3 when a server cannot be read
+// or a table no longer holds rows the audit covers (a table that deletes
+// its rows: one line each, and INCOMPLETE instead of PASS).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,7 @@
 
 #include "audit/audit.h"
 #include "audit/audit_sources.h"
+#include "audit/operator_skips.h"
 #include "common/progress.h"
 #include "common/version.h"
 #include "config/command_line.h"
@@ -99,7 +102,17 @@ int main(int argc, char** argv) {
                                   }),
                    records->end());
   }
-  AuditReport report = Audit(*committed, *records);
+  // The events operators dropped on purpose: skipped, not missing. Not
+  // readable: reported, and such events count as missing.
+  absl::StatusOr<OperatorSkips> skips = ReadOperatorSkips(*config);
+  if (!skips.ok()) {
+    fprintf(stderr,
+            "outbox-audit: cannot read the operator's skip and advance "
+            "records (events they dropped count as missing): %s\n",
+            std::string(skips.status().message()).c_str());
+  }
+  AuditReport report =
+      Audit(*committed, *records, skips.ok() ? &*skips : nullptr);
   if (partial) report.rows = rows;
   bool passed = report.Passed(max_duplicates);
   if (flags.json) {

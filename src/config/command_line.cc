@@ -57,6 +57,16 @@ constexpr CommandLineFlag kFlags[] = {
     {"timeout-s", "S", "",
      "republish: give up reading the topics back after S seconds (120)",
      kRelayOnly},
+    {"event", "ID", "",
+     "skip: the event id to drop (as the relay's poison line names it)",
+     kRelayOnly},
+    {"to", "LSN", "",
+     "advance: drop every event whose transaction committed below this LSN "
+     "(X/Y)",
+     kRelayOnly},
+    {"reason", "TEXT", "", "skip, advance: why, for the record", kRelayOnly},
+    {"by", "NAME", "", "skip, advance: who, for the record ($USER@hostname)",
+     kRelayOnly},
     {"debezium-version", "VERSION", "",
      "from-debezium: the Debezium release the connector runs (3.2.3.Final); "
      "picks outbox.debezium.run_id (default: the newest Debezium's "
@@ -101,6 +111,15 @@ constexpr CommandSpec kCommands[] = {
      "produce the selected events (--since/--until, --ids/--ids-file, "
      "--seq-from/--seq-to, or --all) that are in the outbox tables but in "
      "no Kafka record, as the relay would; never touches the slot",
+     kRelayOnly},
+    {"skip", "", CommandLine::Command::kSkip,
+     "record that the relay drops one event (--event ID) instead of "
+     "publishing it, on purpose and on the record; refused unless the relay "
+     "is stopped or paused (docs/operations/skip-and-advance.md)",
+     kRelayOnly},
+    {"advance", "", CommandLine::Command::kAdvance,
+     "record that the relay drops every event committed below --to LSN; "
+     "refused unless the relay is stopped or paused",
      kRelayOnly},
     {"acls", "", CommandLine::Command::kAcls,
      "print the kafka-acls commands granting the Kafka access this "
@@ -184,6 +203,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
       slash == absl::string_view::npos ? program : program.substr(slash + 1));
   bool have_command = false;
   std::string republish_flag;  // the last republish-only flag seen
+  std::string operator_flag;   // the last skip/advance flag seen
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (arg == "-h") arg = "--help";
@@ -287,6 +307,18 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
         cl.republish.timeout_s = static_cast<int>(*s);
         republish_flag = flag_name;
       }
+    } else if (flag->name == "event" || flag->name == "to" ||
+               flag->name == "reason" || flag->name == "by") {
+      if (value.empty() && flag->name != "reason") {
+        return Error(
+            absl::StrCat(flag_name, " needs a value (", flag->arg, ")"));
+      }
+      CommandLine::OperatorAction& o = cl.operator_action;
+      (flag->name == "event" ? o.event
+       : flag->name == "to"  ? o.to
+       : flag->name == "by"  ? o.by
+                             : o.reason) = value;
+      operator_flag = flag_name;
     } else if (flag->name == "debezium-version") {
       if (value.empty()) return Error("--debezium-version needs a version");
       cl.debezium_version = value;
@@ -327,6 +359,24 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
   }
   if (cl.command != CommandLine::Command::kAcls && !cl.acl_principal.empty()) {
     return Error("--principal belongs to the acls command");
+  }
+  const bool skip = cl.command == CommandLine::Command::kSkip;
+  const bool advance = cl.command == CommandLine::Command::kAdvance;
+  if (!skip && !advance && !operator_flag.empty()) {
+    return Error(absl::StrCat(operator_flag,
+                              " belongs to the skip and advance commands"));
+  }
+  if (skip && !cl.operator_action.to.empty()) {
+    return Error("--to belongs to the advance command");
+  }
+  if (advance && !cl.operator_action.event.empty()) {
+    return Error("--event belongs to the skip command");
+  }
+  if (skip && cl.operator_action.event.empty()) {
+    return Error("skip needs --event ID: the event the relay halted on");
+  }
+  if (advance && cl.operator_action.to.empty()) {
+    return Error("advance needs --to LSN");
   }
   if (tool != Tool::kAudit && cl.command != CommandLine::Command::kRepublish) {
     if (!republish_flag.empty()) {

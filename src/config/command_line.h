@@ -2,7 +2,8 @@
 // outbox-audit. Each tool accepts only its own commands and flags (see
 // kFlags in command_line.cc); the others are refused with one line.
 //
-//   PROGRAM [run|status|republish|acls|from-debezium FILE] [--config FILE]
+//   PROGRAM [run|status|republish|skip|advance|acls|from-debezium FILE]
+//   [--config FILE]
 //   [--pg CONNINFO] [--kafka BROKERS]
 //           [--slot NAME] [--tables a,b] [--topic TEMPLATE]
 //           [--set key.path=value]... [--help] [--version]
@@ -16,6 +17,10 @@
 // outbox-audit takes --json, --read-committed, --max-duplicates N and
 // --timeout-s S (reading Kafka), the same row selectors but --all (none:
 // every row), and no command.
+//
+// skip --event ID and advance --to LSN (outbox-relay only) take --reason
+// TEXT and --by NAME; skip needs --event, advance --to, and the four
+// belong to these commands only.
 //
 // acls (outbox-relay and outbox-poller) prints the kafka-acls commands of
 // the configuration (config/kafka_acls.h); it takes --principal P.
@@ -45,7 +50,24 @@
 namespace outbox {
 
 struct CommandLine {
-  enum class Command { kRun, kStatus, kRepublish, kFromDebezium, kAcls };
+  enum class Command {
+    kRun,
+    kStatus,
+    kRepublish,
+    kFromDebezium,
+    kAcls,
+    kSkip,
+    kAdvance
+  };
+
+  // skip and advance (outbox-relay only; cli/operator_command.h): the
+  // event or the target LSN, and what goes on the record.
+  struct OperatorAction {
+    std::string event;   // skip --event
+    std::string to;      // advance --to, an LSN (checked by the command)
+    std::string reason;  // --reason
+    std::string by;      // --by; empty: $USER@hostname
+  };
 
   // The outbox rows republish and outbox-audit read (audit/audit_sources.h,
   // SelectRows): one kind of selector at most. Timestamps are PostgreSQL
@@ -94,6 +116,7 @@ struct CommandLine {
   std::vector<Override> overrides;
   Rows rows;
   Republish republish;
+  OperatorAction operator_action;
   Audit audit;
   std::string debezium_config;   // from-debezium's file
   std::string debezium_version;  // from-debezium: empty, the newest

@@ -29,12 +29,13 @@ struct ExitCodeDoc {
 inline constexpr ExitCodeDoc kExitCodes[] = {
     {kExitOk, "ok",
      "stopped by SIGTERM or SIGINT after flushing Kafka and confirming the "
-     "final position; a command (status, republish, from-debezium) or an "
-     "audit that succeeded"},
+     "final position; a command (status, republish, skip, advance, "
+     "from-debezium) or an audit that succeeded"},
     {kExitInternal, "failed",
      "the work was not done: outbox-relay republish could not deliver every "
      "missing event or read a server, outbox-relay status could not query "
-     "PostgreSQL, from-debezium's translation did not load, or outbox-audit "
+     "PostgreSQL, skip or advance could not read a server or write the "
+     "record, from-debezium's translation did not load, or outbox-audit "
      "found a difference (the audit failed)"},
     {kExitUsage, "usage",
      "bad command line or configuration file, including kafka.properties "
@@ -45,7 +46,8 @@ inline constexpr ExitCodeDoc kExitCodes[] = {
      "invalidated: the one-line message says what to change and names the "
      "events no slot holds; republish or outbox-audit found a table or "
      "column missing, or a table that no longer holds the rows selected "
-     "(it deletes its rows)"},
+     "(it deletes its rows); outbox-relay skip or advance refused (a relay "
+     "publishes from the slot and is not paused, or nothing to do)"},
     {kExitHalted, "halted",
      "a poison row or message under outbox.on_invalid: halt (or an UPDATE "
      "under outbox.on_update: halt): the message names the event id and "

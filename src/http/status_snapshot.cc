@@ -87,6 +87,7 @@ std::string ToJson(const StatusSnapshot& s) {
     o.Add("slot_safe_wal_size_bytes", s.slot_safe_wal_size_bytes);
     o.Add("slot_active", s.slot_active);
     o.Add("dead_lettered", s.dead_lettered);
+    o.Add("skipped_by_operator", s.skipped_by_operator);
     o.Add("delivery_errors", s.delivery_errors);
     o.Add("reconnects", s.reconnects);
     o.Add("postgres_state", s.postgres_state);
@@ -102,6 +103,15 @@ std::string ToJson(const StatusSnapshot& s) {
         r.Add("error", s.config_reload->error);
       }
       r.Add("at_unix_ms", s.config_reload->at_unix_ms);
+    }
+    if (!s.operator_actions_pending.empty()) {
+      o.Key("operator_actions_pending");
+      out.push_back('[');
+      for (size_t i = 0; i < s.operator_actions_pending.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        AppendJsonString(&out, s.operator_actions_pending[i]);
+      }
+      out.push_back(']');
     }
     if (!s.backlog.empty()) {
       o.Key("backlog");

@@ -59,6 +59,11 @@ struct StatusSnapshot {
   std::optional<int64_t> slot_safe_wal_size_bytes;  // unset: unlimited
   std::optional<bool> slot_active;
   std::optional<int64_t> dead_lettered;
+  // outbox-relay: events dropped on an operator's skip or advance, and the
+  // actions not applied yet ("skip event X (by, at)"; a skip whose event
+  // never came stays here).
+  std::optional<int64_t> skipped_by_operator;
+  std::vector<std::string> operator_actions_pending;
   std::optional<int64_t> delivery_errors;
   std::optional<int64_t> reconnects;
   std::optional<std::string> postgres_state;
@@ -83,7 +88,8 @@ struct StatusSnapshot {
   std::vector<TableBacklog> backlog;
 };
 
-// One JSON object; unset fields are absent, "backlog" only when non-empty.
+// One JSON object; unset fields are absent, "backlog" and
+// "operator_actions_pending" only when non-empty.
 std::string ToJson(const StatusSnapshot& s);
 
 }  // namespace outbox

@@ -56,6 +56,8 @@ class PipelineObserver {
   // relay's heartbeats back through the slot after `round_trip_s`.
   virtual void OnMessageIgnored() {}
   virtual void OnUpdateIgnored() {}
+  // An event an operator's skip or advance named, dropped.
+  virtual void OnSkippedByOperator() {}
   virtual void OnHeartbeatReturned(double /*round_trip_s*/,
                                    int64_t /*now_us*/) {}
 };

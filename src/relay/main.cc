@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/from_debezium_command.h"
+#include "cli/operator_command.h"
 #include "cli/republish_command.h"
 #include "cli/status_command.h"
 #include "common/logging.h"
@@ -97,6 +98,12 @@ int main(int argc, char** argv) {
   if (start.command_line.command == CommandLine::Command::kAcls) {
     return RunAclsCommand(*config, AclClient::kRelay,
                           start.command_line.acl_principal, stdout);
+  }
+  if (start.command_line.command == CommandLine::Command::kSkip ||
+      start.command_line.command == CommandLine::Command::kAdvance) {
+    return RunOperatorCommand(*config, start.command_line.command,
+                              start.command_line.operator_action, stdout,
+                              stderr);
   }
   if (start.command_line.command == CommandLine::Command::kRepublish) {
     return RunRepublishCommand(*config, start.command_line.rows,

@@ -112,7 +112,14 @@ absl::Status Relay::ActOnReports() {
 absl::Status Relay::ReadBatch(ReadPass* pass) {
   // Paused: the messages wait in the socket (and in the walsender), which
   // keeps reading our status updates while its sends block.
-  if (Paused()) return absl::OkStatus();
+  if (Paused()) {
+    was_paused_ = true;
+    return absl::OkStatus();
+  }
+  if (was_paused_) {
+    was_paused_ = false;
+    if (options_.on_resume) options_.on_resume();
+  }
   for (;;) {
     if (in_flight_.Backpressured()) {
       pass->held = true;
@@ -157,7 +164,25 @@ absl::Status Relay::MaybeSendStatus(bool force) {
   last_sent_flush_ = confirmed;
   last_status_us_ = now;
   reply_requested_ = false;
+  ApplyOperatorActions();
   return absl::OkStatus();
+}
+
+void Relay::ApplyOperatorActions() {
+  OperatorActions* actions = options_.operator_actions;
+  if (actions == nullptr || actions->empty()) return;
+  // PostgreSQL has the flush LSN now: what the actions dropped will not be
+  // sent again (a crash of PostgreSQL may move the slot back; the record
+  // says what was dropped, and a replay delivers it).
+  for (const OperatorAction& a : actions->Complete(last_sent_flush_)) {
+    Log(Severity::kInfo, "operator action applied",
+        {{"action", a.What()},
+         {"events", absl::StrCat(a.events)},
+         {"by", a.by},
+         {"at", a.at},
+         {"confirmed_lsn", FormatLsn(last_sent_flush_)}});
+    if (options_.on_operator_applied) options_.on_operator_applied(a);
+  }
 }
 
 void Relay::EndTurn() {

@@ -66,6 +66,7 @@
 
 #include "absl/status/status.h"
 #include "core/commit_policy.h"
+#include "core/operator_actions.h"
 #include "outbox/change.h"
 #include "outbox/clock.h"
 #include "outbox/decoder.h"
@@ -145,6 +146,17 @@ struct RelayOptions {
   // stays held, wal_sender_timeout never ends the connection). nullptr:
   // never paused. Not owned; must outlive Run().
   const std::atomic<bool>* paused = nullptr;
+  // The operator's pending skips and advances (core/operator_actions.h; not
+  // owned, may be null): the events they name are dropped, never produced
+  // or tracked, and confirmed past like a transaction without outbox rows.
+  OperatorActions* operator_actions = nullptr;
+  // Called on Run()'s thread with each of those actions once it is applied
+  // (the flush LSN sent covers what it dropped): writes its record.
+  std::function<void(const OperatorAction&)> on_operator_applied;
+  // Called on Run()'s thread when a pause ends, before anything further is
+  // read: the supervisor re-reads the operator's records there, so a skip
+  // or advance recorded while paused applies from the resume on.
+  std::function<void()> on_resume;
 };
 
 // What a session did: counters the loop adds to (Relay's own).
@@ -153,9 +165,10 @@ struct RelayCounters {
   int64_t events_delivered = 0;
   int64_t bytes_delivered = 0;
   int64_t dead_lettered = 0;
-  int64_t messages_ignored = 0;  // non-transactional outbox messages
-  int64_t heartbeats_seen = 0;   // this relay's, back through the slot
-  int64_t updates_ignored = 0;   // UPDATEs of outbox rows (outbox.on_update)
+  int64_t skipped_by_operator = 0;  // dropped on an operator's action
+  int64_t messages_ignored = 0;     // non-transactional outbox messages
+  int64_t heartbeats_seen = 0;      // this relay's, back through the slot
+  int64_t updates_ignored = 0;      // UPDATEs of outbox rows (outbox.on_update)
   int64_t delivery_errors = 0;
   int64_t transactions = 0;
   int64_t status_updates = 0;
@@ -230,6 +243,9 @@ class Relay {
   absl::Status HandleEvent(const StreamMessage& msg, bool from_message);
   absl::Status HandleLogicalMessage(const StreamMessage& msg);
   absl::Status HandleUpdate(const StreamMessage& msg);
+  // True when an operator's action names this event: dropped and logged.
+  bool SkippedByOperator(bool from_message);
+  void ApplyOperatorActions();
 
   // Producing and the delivery reports (relay_delivery.cc).
   absl::Status ProduceTracked(const Record& record, uint64_t ticket);
@@ -276,7 +292,10 @@ class Relay {
   Change change_;
   Record record_;
   bool in_transaction_ = false;
+  bool was_paused_ = false;  // Paused() at the last ReadBatch()
   bool ending_ = false;  // end_session answered true: end at a boundary
+  // Where the open transaction's commit record starts (from its Begin).
+  Lsn txn_commit_lsn_ = kInvalidLsn;
   Lsn received_ = kInvalidLsn;
   int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
   int64_t unsent_ = 0;       // records produced since the last idle flush

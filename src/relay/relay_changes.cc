@@ -66,6 +66,7 @@ absl::Status Relay::HandleBegin(const StreamMessage& msg) {
         FormatLsn(msg.data_start)));
   }
   in_transaction_ = true;
+  txn_commit_lsn_ = change_.lsn;
   policy_->OnBegin(change_.lsn);
   return in_flight_.Begin(change_.commit_time_us);
 }
@@ -80,6 +81,9 @@ absl::Status Relay::HandleCommit(const StreamMessage& msg) {
   ++counters_.transactions;
   received_ = std::max(received_, change_.end_lsn);
   RETURN_IF_ERROR(in_flight_.Commit(change_.end_lsn));
+  if (options_.operator_actions != nullptr) {
+    options_.operator_actions->Committed(change_.end_lsn);
+  }
   return policy_->OnCommit(change_.end_lsn, turn_now_us_);
 }
 
@@ -129,6 +133,9 @@ absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
 }
 
 absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
+  // Named by the operator: never produced, never tracked (the transaction
+  // closes as if it had no outbox rows), poison or not.
+  if (SkippedByOperator(from_message)) return absl::OkStatus();
   // Dropped events (published before, per the policy) are never tracked.
   ASSIGN_OR_RETURN(CommitPolicy::Admission admission,
                    policy_->Admit(in_flight_.next_ticket(), turn_now_us_));
@@ -170,6 +177,35 @@ absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
                            what, produce);
   }
   return s;
+}
+
+bool Relay::SkippedByOperator(bool from_message) {
+  OperatorActions* actions = options_.operator_actions;
+  if (actions == nullptr || actions->empty()) return false;
+  // The id as the poison line names it; a message's only by routing it
+  // (into the scratch record: HandleEvent routes again).
+  const auto event_id = [&] {
+    if (!from_message) return std::string(router_->EventId(change_));
+    options_.message_router->Route(change_, &record_).IgnoreError();
+    return std::string(record_.event_id);
+  };
+  std::string id = actions->has_skips() ? event_id() : "";
+  const int index = actions->Match(id, txn_commit_lsn_);
+  if (index < 0) return false;
+  if (id.empty()) id = event_id();
+  actions->Dropped(index, id);
+  ++counters_.skipped_by_operator;
+  observer_->OnSkippedByOperator();
+  const OperatorAction& a = actions->action(index);
+  Log(Severity::kWarn, "event skipped by operator",
+      {{"event_id", id},
+       {"lsn", FormatLsn(change_.lsn)},
+       {"commit_lsn", FormatLsn(txn_commit_lsn_)},
+       {"action", a.What()},
+       {"by", a.by},
+       {"at", a.at},
+       {"reason", a.reason}});
+  return true;
 }
 
 absl::Status Relay::HandleUpdate(const StreamMessage& msg) {

@@ -140,6 +140,10 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
       r, "outbox_relay_ignored_updates_total",
       "UPDATEs of outbox rows seen under outbox.on_update warn or error, "
       "logged and not published.");
+  skipped_by_operator_ = NewCounter(
+      r, "outbox_relay_events_skipped_by_operator_total",
+      "Outbox events dropped, not published, because an operator named them "
+      "(outbox-relay skip --event, advance --to).");
   heartbeats_emitted_ =
       NewCounter(r, "outbox_relay_heartbeats_emitted_total",
                  "Heartbeat logical messages the relay wrote.");
@@ -302,6 +306,12 @@ std::string RelayMetrics::slot_problem() const {
 
 void RelayMetrics::OnMessageIgnored() { messages_ignored_->Increment(); }
 void RelayMetrics::OnUpdateIgnored() { updates_ignored_->Increment(); }
+void RelayMetrics::OnSkippedByOperator() { skipped_by_operator_->Increment(); }
+
+void RelayMetrics::SetOperatorActionsPending(std::vector<std::string> pending) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  operator_pending_ = std::move(pending);
+}
 
 void RelayMetrics::OnHeartbeatEmitted(int64_t now_us) {
   heartbeats_emitted_->Increment();
@@ -412,8 +422,10 @@ void RelayMetrics::FillStatus(StatusSnapshot* s) const {
       }
       s->slot_active = slot_->active;
     }
+    s->operator_actions_pending = operator_pending_;
   }
   s->dead_lettered = static_cast<int64_t>(dead_lettered_->Value());
+  s->skipped_by_operator = static_cast<int64_t>(skipped_by_operator_->Value());
   s->delivery_errors = static_cast<int64_t>(delivery_errors_->Value());
   s->reconnects = static_cast<int64_t>(reconnects_->Value());
   daemon_status_.Fill(s);

@@ -177,6 +177,9 @@ class RelayMetrics : public PipelineObserver {
   // outbox.on_update warn|error: an UPDATE of an outbox row, logged and not
   // published. Relay thread.
   void OnUpdateIgnored() override;
+  void OnSkippedByOperator() override;
+  // The operator's actions not applied yet, for /status.json (any thread).
+  void SetOperatorActionsPending(std::vector<std::string> pending);
   // Heartbeats (relay/heartbeat.h); times are monotonic microseconds.
   // Emitter thread:
   void OnHeartbeatEmitted(int64_t now_us);
@@ -268,6 +271,7 @@ class RelayMetrics : public PipelineObserver {
   std::string kafka_blocked_topic_;  // relay thread; "" when not blocked
   prometheus::Counter* messages_ignored_;
   prometheus::Counter* updates_ignored_;
+  prometheus::Counter* skipped_by_operator_;
   prometheus::Counter* heartbeats_emitted_;
   prometheus::Counter* heartbeat_errors_;
   prometheus::Gauge* heartbeat_round_trip_;
@@ -305,6 +309,7 @@ class RelayMetrics : public PipelineObserver {
   mutable std::mutex health_mu_;
   std::string slot_problem_ ABSL_GUARDED_BY(health_mu_);
   std::optional<SlotStatus> slot_ ABSL_GUARDED_BY(health_mu_);
+  std::vector<std::string> operator_pending_ ABSL_GUARDED_BY(health_mu_);
   DaemonStatus daemon_status_;
   DaemonRole role_;
   ConfigReloadStatus config_reload_;

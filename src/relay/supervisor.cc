@@ -16,6 +16,7 @@
 #include "kafka/topic_replication.h"
 #include "plugin/output_plugin.h"
 #include "relay/heartbeat.h"
+#include "relay/operator_session.h"
 #include "relay/relay.h"
 #include "relay/relay_health.h"
 #include "relay/session_factory.h"
@@ -307,6 +308,12 @@ class RelaySupervisor {
     pipeline.heartbeat_nonce = heartbeat_nonce_;
     pipeline.on_draining = [this] { lifecycle_.Drain(); };
     pipeline.end_session = [this] { return EndSessionRequested(); };
+    // The operator's skips and advances, read before anything is produced.
+    OperatorSession operator_actions(config_, kafka_, server.system_id,
+                                     metrics_);
+    operator_actions.Load();
+    operator_actions.Attach(&pipeline);
+    pipeline.on_resume = [&operator_actions] { operator_actions.Load(); };
     Relay relay(pipeline, session.stream.get(), decoder.get(), router_.get(),
                 session.sink.get(), clock_, server.slot_confirmed_flush,
                 metrics_, session.policy.get());

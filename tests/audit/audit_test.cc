@@ -33,6 +33,29 @@ TEST(AuditTest, CountsMissing) {
   EXPECT_THAT(r.ToText(), ::testing::HasSubstr("missing e2"));
 }
 
+TEST(AuditTest, EventsSkippedByOperatorAreReportedNotMissing) {
+  OperatorSkips skips = {
+      {"e2", {"skip event e2", "alice@db1", "2026-11-27T16:00:00Z", "poison"}},
+      {"e1", {"skip event e1", "bob", "2026-11-27T16:00:00Z", ""}}};
+  auto r = Audit(Events(), {Rec("e1", "k1"), Rec("e3", "k1"), Rec("e4", "k1")},
+                 &skips);
+  EXPECT_EQ(r.missing, 0);
+  EXPECT_EQ(r.skipped_by_operator, 1);  // e1 came anyway: delivered
+  EXPECT_TRUE(r.Passed()) << r.ToText();
+  EXPECT_THAT(r.ToText(),
+              ::testing::HasSubstr("skipped by operator e2 (by alice@db1, at "
+                                   "2026-11-27T16:00:00Z, reason: poison; "
+                                   "skip event e2)"));
+  EXPECT_THAT(r.ToJson(),
+              ::testing::HasSubstr("\"skipped_by_operator\":1,\"examples\":[],"
+                                   "\"skipped\":[{\"id\":\"e2\",\"action\":"
+                                   "\"skip event e2\",\"by\":\"alice@db1\""));
+  // Without the records the same event is missing.
+  EXPECT_EQ(Audit(Events(), {Rec("e1", "k1"), Rec("e3", "k1"), Rec("e4", "k1")})
+                .missing,
+            1);
+}
+
 TEST(AuditTest, DuplicatesAreAllowedUpToTheBound) {
   // A replay after a crash: e3 and e4 again after e4.
   auto r = Audit(Events(), {Rec("e1", "k1"), Rec("e2", "k2"), Rec("e3", "k1"),

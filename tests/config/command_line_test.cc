@@ -85,6 +85,26 @@ TEST(CommandLineTest, RepublishTakesARange) {
   EXPECT_TRUE(Parse({"republish", "--help"})->help);
 }
 
+TEST(CommandLineTest, SkipAndAdvanceTakeWhatTheyDropAndTheRecord) {
+  auto cl = Parse({"skip", "--event", "e-1", "--reason", "too big", "--by=al"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->command, CommandLine::Command::kSkip);
+  EXPECT_EQ(cl->operator_action.event, "e-1");
+  EXPECT_EQ(cl->operator_action.reason, "too big");
+  EXPECT_EQ(cl->operator_action.by, "al");
+  cl = Parse({"advance", "--to", "0/16B3748"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->command, CommandLine::Command::kAdvance);
+  EXPECT_EQ(cl->operator_action.to, "0/16B3748");
+  EXPECT_TRUE(cl->operator_action.by.empty());  // $USER@hostname later
+  EXPECT_THAT(Parse({"skip"}).status().message(), HasSubstr("--event ID"));
+  EXPECT_THAT(Parse({"advance"}).status().message(), HasSubstr("--to LSN"));
+  EXPECT_THAT(Parse({"skip", "--event", "e", "--to", "0/1"}).status().message(),
+              HasSubstr("--to belongs to the advance command"));
+  EXPECT_THAT(Parse({"--event", "e"}).status().message(),
+              HasSubstr("--event belongs to the skip and advance commands"));
+}
+
 TEST(CommandLineTest, RepublishWithoutARangeIsRefusedWithTheReason) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{
@@ -187,7 +207,8 @@ TEST(CommandLineTest, HelpTextListsFlagsAndCommands) {
   std::string help = HelpText(Tool::kRelay);
   EXPECT_THAT(help,
               HasSubstr("Usage: outbox-relay "
-                        "[run|status|republish|acls|from-debezium FILE]"));
+                        "[run|status|republish|skip|advance|acls|from-debezium "
+                        "FILE]"));
   for (const char* flag :
        {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--slot NAME",
         "--tables A,B", "--topic TEMPLATE", "--set KEY=VALUE", "--since",
