@@ -2,7 +2,8 @@
 // outbox-audit. Each tool accepts only its own commands and flags (see
 // kFlags in command_line.cc); the others are refused with one line.
 //
-//   PROGRAM [run|status|republish|acls|from-debezium FILE] [--config FILE]
+//   PROGRAM [run|validate|status|republish|acls|from-debezium FILE]
+//   [--config FILE]
 //   [--pg CONNINFO] [--kafka BROKERS]
 //           [--slot NAME] [--tables a,b] [--topic TEMPLATE]
 //           [--set key.path=value]... [--help] [--version]
@@ -13,6 +14,10 @@
 //
 // outbox-audit takes --json, --read-committed, --max-duplicates N and
 // --timeout-s S (reading Kafka), and no command.
+//
+// validate (outbox-relay and outbox-poller) loads the configuration as the
+// daemon would, prints it redacted and exits (cli/validate_command.h);
+// with --connect it also runs the start-up checks against the servers.
 //
 // acls (outbox-relay and outbox-poller) prints the kafka-acls commands of
 // the configuration (config/kafka_acls.h); it takes --principal P.
@@ -41,7 +46,14 @@
 namespace outbox {
 
 struct CommandLine {
-  enum class Command { kRun, kStatus, kRepublish, kFromDebezium, kAcls };
+  enum class Command {
+    kRun,
+    kStatus,
+    kRepublish,
+    kFromDebezium,
+    kAcls,
+    kValidate
+  };
 
   // The republish command's flags (cli/republish_command.h). Timestamps
   // are PostgreSQL timestamptz text, checked by the server.
@@ -80,9 +92,10 @@ struct CommandLine {
   std::vector<Override> overrides;
   Republish republish;
   Audit audit;
-  std::string debezium_config;   // from-debezium's file
-  std::string debezium_version;  // from-debezium: empty, the newest
-  std::string acl_principal;     // acls: empty, DefaultAclPrincipal()
+  std::string debezium_config;    // from-debezium's file
+  std::string debezium_version;   // from-debezium: empty, the newest
+  std::string acl_principal;      // acls: empty, DefaultAclPrincipal()
+  bool validate_connect = false;  // validate --connect
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,

@@ -29,13 +29,14 @@ struct ExitCodeDoc {
 inline constexpr ExitCodeDoc kExitCodes[] = {
     {kExitOk, "ok",
      "stopped by SIGTERM or SIGINT after flushing Kafka and confirming the "
-     "final position; a command (status, republish, from-debezium) or an "
-     "audit that succeeded"},
+     "final position; a command (status, republish, from-debezium, "
+     "validate: every check ok) or an audit that succeeded"},
     {kExitInternal, "failed",
      "the work was not done: outbox-relay republish could not deliver every "
      "missing event or read a server, outbox-relay status could not query "
-     "PostgreSQL, from-debezium's translation did not load, or outbox-audit "
-     "found a difference (the audit failed)"},
+     "PostgreSQL, validate --connect could not reach PostgreSQL or Kafka "
+     "(and nothing else failed), from-debezium's translation did not load, "
+     "or outbox-audit found a difference (the audit failed)"},
     {kExitUsage, "usage",
      "bad command line or configuration file, including kafka.properties "
      "that weaken the delivery guarantees and an HTTP listener that cannot "
@@ -43,7 +44,8 @@ inline constexpr ExitCodeDoc kExitCodes[] = {
     {kExitPrecondition, "precondition",
      "the server is not set up for the relay, or the slot is gone or "
      "invalidated: the one-line message says what to change and names the "
-     "events no slot holds"},
+     "events no slot holds; validate --connect: a check failed on what a "
+     "server answered (its FAIL line says what)"},
     {kExitHalted, "halted",
      "a poison row or message under outbox.on_invalid: halt (or an UPDATE "
      "under outbox.on_update: halt): the message names the event id and "

@@ -13,7 +13,15 @@
 #include "route/router.h"
 
 namespace outbox {
-namespace {
+
+absl::StatusOr<std::unique_ptr<Router>> PollerRouter(const Config& config) {
+  absl::Status has_tables = RequireOutboxTables(
+      config,
+      "outbox-poller polls the outbox tables (logical messages need "
+      "outbox-relay)");
+  if (!has_tables.ok()) return has_tables;
+  return Router::Create(config);
+}
 
 StoreOptions MakeStoreOptions(const Config& config, const Router& router) {
   StoreOptions o;
@@ -27,6 +35,8 @@ StoreOptions MakeStoreOptions(const Config& config, const Router& router) {
   if (config.poller.notify) o.notify_channel = config.poller.notify_channel;
   return o;
 }
+
+namespace {
 
 PollerOptions MakePollerOptions(const Config& config) {
   PollerOptions o;
@@ -66,12 +76,7 @@ void RecordError(PollerMetrics* metrics, absl::string_view what,
 
 int RunPoller(const Config& config, PollerMetrics* metrics,
               const std::atomic<bool>& stop) {
-  absl::Status has_tables = RequireOutboxTables(
-      config,
-      "outbox-poller polls the outbox tables (logical messages need "
-      "outbox-relay)");
-  absl::StatusOr<std::unique_ptr<Router>> router =
-      has_tables.ok() ? Router::Create(config) : has_tables;
+  absl::StatusOr<std::unique_ptr<Router>> router = PollerRouter(config);
   if (!router.ok()) {
     Log(Severity::kError, std::string(router.status().message()));
     return kExitUsage;

@@ -8,11 +8,13 @@
 #include "cli/from_debezium_command.h"
 #include "cli/republish_command.h"
 #include "cli/status_command.h"
+#include "cli/validate_command.h"
 #include "common/logging.h"
 #include "common/version.h"
 #include "config/command_line.h"
 #include "config/config.h"
 #include "config/kafka_acls.h"
+#include "daemon/build_info.h"
 #include "daemon/daemon_start.h"
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
@@ -49,6 +51,11 @@ int main(int argc, char** argv) {
   DaemonStart start = StartDaemon(Tool::kRelay, argc, argv, &g_stop);
   if (start.exit_code) return *start.exit_code;
   const Config* config = &start.config;
+  if (start.command_line.command == CommandLine::Command::kValidate) {
+    return RunValidateCommand(Tool::kRelay, *config,
+                              start.command_line.validate_connect, stdout,
+                              stderr);
+  }
   if (start.command_line.command == CommandLine::Command::kStatus) {
     return RunStatusCommand(*config, stdout, stderr);
   }
@@ -69,6 +76,8 @@ int main(int argc, char** argv) {
   auto metrics =
       std::make_unique<RelayMetrics>(std::make_shared<prometheus::Registry>());
   metrics->Heartbeat(RealClock()->NowMicros());
+  RegisterBuildInfo(*metrics->registry(), "outbox_relay",
+                    {{"plugin", config->postgres.plugin}});
   std::unique_ptr<MetricsServer> http;
   std::string http_listen = "disabled";
   if (!config->http.listen.empty()) {

@@ -118,26 +118,15 @@ class RelaySupervisor {
     return std::nullopt;
   }
 
-  // The router, the derived configuration, the plugin, the message routes.
+  // The router, the derived configuration, the plugin, the message routes
+  // (PlanRelay(), which `outbox-relay validate` runs too).
   std::optional<int> Configure() {
-    absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config_);
-    if (!router.ok()) return ExitAt(SessionStage::kConfigure, router.status());
-    router_ = std::move(*router);
-    absl::StatusOr<RelayConfig> derived = DeriveRelayConfig(config_, *router_);
-    if (!derived.ok()) {
-      return ExitAt(SessionStage::kConfigure, derived.status());
-    }
-    derived_ = std::move(*derived);
-    absl::StatusOr<std::unique_ptr<OutputPlugin>> plugin =
-        OutputPlugin::Create(config_.postgres.plugin, derived_.plugin);
-    if (!plugin.ok()) return ExitAt(SessionStage::kConfigure, plugin.status());
-    plugin_ = std::move(*plugin);
-    if (config_.outbox.messages.enabled) {
-      absl::StatusOr<std::unique_ptr<MessageRouter>> m =
-          MessageRouter::Create(config_.outbox);
-      if (!m.ok()) return ExitAt(SessionStage::kConfigure, m.status());
-      message_router_ = std::move(*m);
-    }
+    absl::StatusOr<RelayPlan> plan = PlanRelay(config_);
+    if (!plan.ok()) return ExitAt(SessionStage::kConfigure, plan.status());
+    router_ = std::move(plan->router);
+    derived_ = std::move(plan->derived);
+    plugin_ = std::move(plan->plugin);
+    message_router_ = std::move(plan->message_router);
     return std::nullopt;
   }
 
