@@ -64,7 +64,9 @@ std::vector<StartupCheck> PollerPostgresChecks(const Config& config,
 }
 
 // Kafka: the brokers answer; each literal topic the tool writes exists or
-// is one it creates; the relay's replication check. Read only.
+// is one it creates (a missing one is a warning: the daemon waits for it,
+// and brokers may create topics on first use); the relay's replication
+// check. Read only.
 std::vector<StartupCheck> KafkaChecks(const Config& config,
                                       const KafkaOptions& kafka,
                                       AclClient client) {
@@ -116,16 +118,19 @@ std::vector<StartupCheck> KafkaChecks(const Config& config,
                      "does not exist; created when the first event goes "
                      "there (kafka.topic_creation.enable)"});
     } else {
+      // Not a failure: the relay waits for it at its first event, and a
+      // broker with auto.create.topics.enable makes it then.
       out.push_back(
-          {check,
-           absl::FailedPreconditionError(absl::StrCat(
-               "topic ", acl.name,
-               " does not exist, or the principal may not Describe it: "
-               "create it (or set kafka.topic_creation.enable) and grant "
-               "what `",
+          {check, absl::OkStatus(),
+           absl::StrCat(
+               "warning: does not exist yet, or the principal may not "
+               "Describe it: unless the brokers create topics on first use "
+               "(auto.create.topics.enable), the ",
+               client == AclClient::kPoller ? "poller" : "relay",
+               " waits at its first event there; create it (or set "
+               "kafka.topic_creation.enable) and grant what `",
                client == AclClient::kPoller ? "outbox-poller" : "outbox-relay",
-               " acls` prints")),
-           ""});
+               " acls` prints")});
     }
   }
   const std::string warning = UnreplicatedTopicsWarning(

@@ -18,12 +18,15 @@
 // LibpqOutboxStore::Connect() (tables, poller columns, privileges), and
 // Kafka: the brokers answer a metadata request, every literal topic the
 // tool writes exists (or the tool creates it), and the replication check
-// the relay runs at its first session. Nothing is produced.
+// the relay runs at its first session (a missing topic and an unreplicated
+// one are warnings in an "ok" line: the daemon waits for the one and runs
+// with the other). Nothing is produced.
 //
 // Returns the exit code (daemon/exit_code.h): kExitOk when everything
 // passed; kExitUsage for a configuration a cross-key rule refuses (one line
 // on `err`); kExitPrecondition when a check failed on what a server
-// answered (not set up: a missing privilege, table, plugin or topic);
+// answered (not set up: a missing privilege, table, plugin or publication,
+// a refused Kafka login);
 // kExitInternal when a server could not be reached and nothing else failed.
 #ifndef OUTBOX_CLI_VALIDATE_COMMAND_H_
 #define OUTBOX_CLI_VALIDATE_COMMAND_H_
