@@ -76,6 +76,10 @@ constexpr CommandLineFlag kFlags[] = {
      "acls: the principal to grant, User:NAME (default: User: and "
      "kafka.properties.sasl.username, else User:outbox-relay)",
      kDaemons},
+    {"connect", "", "",
+     "validate: also run the start-up checks against PostgreSQL and Kafka, "
+     "read only (no slot taken or created, nothing produced)",
+     kDaemons},
     {"max-duplicates", "N", "",
      "fail when there are more than N duplicates, an integer >= 0 (without "
      "it any number "
@@ -105,6 +109,11 @@ struct CommandSpec {
 constexpr CommandSpec kCommands[] = {
     {"run", "", CommandLine::Command::kRun,
      "relay outbox rows to Kafka until stopped (default)", kDaemons},
+    {"validate", "", CommandLine::Command::kValidate,
+     "load the configuration as the daemon would (file, --set, ${VAR}, "
+     "_file secrets), check it, print it with secrets masked and exit; "
+     "--connect also checks the servers",
+     kDaemons},
     {"status", "", CommandLine::Command::kStatus,
      "print the replication slot's position and lag, then exit", kRelayOnly},
     {"republish", "", CommandLine::Command::kRepublish,
@@ -325,6 +334,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
     } else if (flag->name == "principal") {
       if (value.empty()) return Error("--principal needs a principal");
       cl.acl_principal = value;
+    } else if (flag->name == "connect") {
+      cl.validate_connect = true;
     } else if (flag->name == "json") {
       cl.audit.json = true;
     } else if (flag->name == "read-committed") {
@@ -356,6 +367,9 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv, Tool tool) {
   if (cl.command != CommandLine::Command::kFromDebezium &&
       !cl.debezium_version.empty()) {
     return Error("--debezium-version belongs to the from-debezium command");
+  }
+  if (cl.command != CommandLine::Command::kValidate && cl.validate_connect) {
+    return Error("--connect belongs to the validate command");
   }
   if (cl.command != CommandLine::Command::kAcls && !cl.acl_principal.empty()) {
     return Error("--principal belongs to the acls command");

@@ -2,7 +2,7 @@
 // outbox-audit. Each tool accepts only its own commands and flags (see
 // kFlags in command_line.cc); the others are refused with one line.
 //
-//   PROGRAM [run|status|republish|skip|advance|acls|from-debezium FILE]
+//   PROGRAM [run|validate|status|republish|skip|advance|acls|from-debezium FILE]
 //   [--config FILE]
 //   [--pg CONNINFO] [--kafka BROKERS]
 //           [--slot NAME] [--tables a,b] [--topic TEMPLATE]
@@ -21,6 +21,10 @@
 // skip --event ID and advance --to LSN (outbox-relay only) take --reason
 // TEXT and --by NAME; skip needs --event, advance --to, and the four
 // belong to these commands only.
+//
+// validate (outbox-relay and outbox-poller) loads the configuration as the
+// daemon would, prints it redacted and exits (cli/validate_command.h);
+// with --connect it also runs the start-up checks against the servers.
 //
 // acls (outbox-relay and outbox-poller) prints the kafka-acls commands of
 // the configuration (config/kafka_acls.h); it takes --principal P.
@@ -57,7 +61,8 @@ struct CommandLine {
     kFromDebezium,
     kAcls,
     kSkip,
-    kAdvance
+    kAdvance,
+    kValidate
   };
 
   // skip and advance (outbox-relay only; cli/operator_command.h): the
@@ -118,9 +123,10 @@ struct CommandLine {
   Republish republish;
   OperatorAction operator_action;
   Audit audit;
-  std::string debezium_config;   // from-debezium's file
-  std::string debezium_version;  // from-debezium: empty, the newest
-  std::string acl_principal;     // acls: empty, DefaultAclPrincipal()
+  std::string debezium_config;    // from-debezium's file
+  std::string debezium_version;   // from-debezium: empty, the newest
+  std::string acl_principal;      // acls: empty, DefaultAclPrincipal()
+  bool validate_connect = false;  // validate --connect
 };
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,

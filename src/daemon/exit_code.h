@@ -30,13 +30,14 @@ inline constexpr ExitCodeDoc kExitCodes[] = {
     {kExitOk, "ok",
      "stopped by SIGTERM or SIGINT after flushing Kafka and confirming the "
      "final position; a command (status, republish, skip, advance, "
-     "from-debezium) or an audit that succeeded"},
+     "from-debezium, validate: every check ok) or an audit that succeeded"},
     {kExitInternal, "failed",
      "the work was not done: outbox-relay republish could not deliver every "
      "missing event or read a server, outbox-relay status could not query "
      "PostgreSQL, skip or advance could not read a server or write the "
-     "record, from-debezium's translation did not load, or outbox-audit "
-     "found a difference (the audit failed)"},
+     "record, validate --connect could not reach PostgreSQL or Kafka (and "
+     "nothing else failed), from-debezium's translation did not load, or "
+     "outbox-audit found a difference (the audit failed)"},
     {kExitUsage, "usage",
      "bad command line or configuration file, including kafka.properties "
      "that weaken the delivery guarantees and an HTTP listener that cannot "
@@ -47,7 +48,9 @@ inline constexpr ExitCodeDoc kExitCodes[] = {
      "events no slot holds; republish or outbox-audit found a table or "
      "column missing, or a table that no longer holds the rows selected "
      "(it deletes its rows); outbox-relay skip or advance refused (a relay "
-     "publishes from the slot and is not paused, or nothing to do)"},
+     "publishes from the slot and is not paused, or nothing to do); "
+     "validate --connect: a check failed on what a server answered (its "
+     "FAIL line says what)"},
     {kExitHalted, "halted",
      "a poison row or message under outbox.on_invalid: halt (or an UPDATE "
      "under outbox.on_update: halt): the message names the event id and "

@@ -31,6 +31,20 @@ std::vector<CliEntry> Options(Program program) {
   return out;
 }
 
+// The validate command, the same for both daemons.
+CliEntry ValidateCommand() {
+  return {"validate",
+          "load the configuration exactly as `run` would (the file, `--set`, "
+          "`${VAR}`, `_file` secrets), check every key and cross-key rule, "
+          "print the effective configuration with every secret masked and "
+          "exit (2 with one line naming the key when it is bad); `--connect` "
+          "also runs the start-up checks against PostgreSQL and Kafka, read "
+          "only (the slot is neither taken nor created, nothing is produced), "
+          "one `ok|FAIL <check>: <detail>` line each: exit 3 when a check "
+          "fails, 1 when a server cannot be reached; see "
+          "docs/operations/validate.md"};
+}
+
 std::vector<CliEntry> DaemonExitStatus() {
   std::vector<CliEntry> out;
   for (const ExitCodeDoc& e : kExitCodes) {
@@ -61,6 +75,7 @@ std::vector<CliPage> BuildPages() {
       "replication";
   relay.synopsis = {
       "outbox-relay [run] [option...]",
+      "outbox-relay validate [--connect] [option...]",
       "outbox-relay status [option...]",
       "outbox-relay republish {--since TIMESTAMP [--until TIMESTAMP] | --all} "
       "[--dry-run] [--timeout-s S] [option...]",
@@ -88,6 +103,7 @@ std::vector<CliPage> BuildPages() {
       {"run",
        "relay until SIGTERM or SIGINT (the default); SIGHUP reloads the "
        "configuration (docs/operations/reload.md)"},
+      ValidateCommand(),
       {"status",
        "print the slot's position, lag, retained WAL, `wal_status` and, on "
        "PostgreSQL 17+, its failover state, then exit; does not take the "
@@ -131,6 +147,8 @@ std::vector<CliPage> BuildPages() {
       {"Run from a configuration file, overriding one key:",
        "outbox-relay --config relay.yaml --set "
        "kafka.properties.linger.ms=50"},
+      {"Check a configuration and the servers before starting:",
+       "outbox-relay validate --connect --config relay.yaml"},
       {"Show the slot's position and lag:",
        "outbox-relay status --config relay.yaml"},
       {"Re-publish what a lost slot missed, first as a dry run:",
@@ -148,6 +166,7 @@ std::vector<CliPage> BuildPages() {
   poller.summary =
       "publish a PostgreSQL transactional outbox to Kafka by polling";
   poller.synopsis = {"outbox-poller [run] [option...]",
+                     "outbox-poller validate [--connect] [option...]",
                      "outbox-poller acls [--principal PRINCIPAL] [option...]"};
   poller.description = {
       "`outbox-poller` is the polling relay, for databases where logical "
@@ -164,6 +183,7 @@ std::vector<CliPage> BuildPages() {
       {"run",
        "poll until SIGTERM or SIGINT (the default); SIGHUP reloads the "
        "configuration (docs/operations/reload.md)"},
+      ValidateCommand(),
       {"acls",
        "print the `kafka-acls` commands that grant the principal "
        "(`--principal`) the Kafka access this configuration needs, then "

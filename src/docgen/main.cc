@@ -26,6 +26,7 @@
 #include "absl/strings/str_replace.h"
 #include "config/command_line.h"
 #include "config/config_keys.h"
+#include "daemon/build_info.h"
 #include "daemon/exit_code.h"
 #include "docgen/acl_page.h"
 #include "docgen/cli_pages.h"
@@ -155,6 +156,8 @@ std::string MetricsPage() {
   PollerMetrics poller(poller_registry);
   poller.Unsent("table");
   poller.OldestUnsentAge("table");
+  RegisterBuildInfo(*relay_registry, "outbox_relay", {{"plugin", "pgoutput"}});
+  RegisterBuildInfo(poller_registry, "outbox_poller");
 
   std::string out = absl::StrCat(
       "# Metrics\n\n", kGeneratedNote,

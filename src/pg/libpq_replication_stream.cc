@@ -36,8 +36,8 @@ absl::Status LibpqReplicationStream::ServerError(
   return options_.plugin->Explain(ClassifyServerError(context, message));
 }
 
-absl::StatusOr<std::unique_ptr<LibpqReplicationStream>>
-LibpqReplicationStream::Connect(const ReplicationOptions& options) {
+absl::StatusOr<std::unique_ptr<PgConnection>> LibpqReplicationStream::Open(
+    const ReplicationOptions& options) {
   if (!IsValidSlotName(options.slot)) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid slot name \"", options.slot,
@@ -56,12 +56,99 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
   absl::StatusOr<std::unique_ptr<PgConnection>> conn =
       PgConnection::Connect(connect);
   if (!conn.ok()) return options.plugin->Explain(conn.status());
+  return conn;
+}
+
+absl::StatusOr<std::unique_ptr<LibpqReplicationStream>>
+LibpqReplicationStream::Connect(const ReplicationOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> conn, Open(options));
   std::unique_ptr<LibpqReplicationStream> stream(
-      new LibpqReplicationStream(std::move(*conn), options));
+      new LibpqReplicationStream(std::move(conn), options));
   RETURN_IF_ERROR(stream->CheckServer());
   RETURN_IF_ERROR(stream->CheckTables());
   RETURN_IF_ERROR(stream->EnsureSlot());
   return stream;
+}
+
+std::vector<StartupCheck> LibpqReplicationStream::Inspect(
+    ReplicationOptions options) {
+  options.read_only = true;
+  options.slot_marker = nullptr;  // nothing recorded
+  std::vector<StartupCheck> out;
+  absl::StatusOr<std::unique_ptr<PgConnection>> conn = Open(options);
+  if (!conn.ok()) {
+    out.push_back({"postgres", conn.status(), ""});
+    return out;
+  }
+  std::unique_ptr<LibpqReplicationStream> stream(
+      new LibpqReplicationStream(std::move(*conn), options));
+  const ServerInfo& server = stream->server_;
+  WalLevelReport wal;
+  absl::Status read = stream->ReadServer(&wal);
+  out.push_back(
+      {"postgres", read,
+       absl::StrCat("replication connection to ", server.endpoint,
+                    ", PostgreSQL ", server.version, ", database ",
+                    server.dbname, ", system identifier ", server.system_id,
+                    server.in_recovery ? " (a standby)" : "")});
+  if (!read.ok()) return out;
+  out.push_back({"wal_level", CheckLogicalDecoding(wal),
+                 absl::StrCat("wal_level is ", wal.wal_level,
+                              wal.effective_wal_level.has_value()
+                                  ? absl::StrCat(" (effective ",
+                                                 *wal.effective_wal_level, ")")
+                                  : "")});
+  // Read only, the plugin answers NotFound for the setup Connect() would
+  // make (pgoutput's publication): not a failure, what will happen.
+  absl::Status plugin =
+      options.plugin->Prepare(*stream->db_, stream->PluginInfo());
+  if (absl::IsNotFound(plugin)) {
+    out.push_back(
+        {"plugin", absl::OkStatus(),
+         absl::StrCat(options.plugin->name(), ": ", plugin.message())});
+  } else {
+    const absl::string_view pub = options.plugin->publication();
+    out.push_back(
+        {"plugin", plugin,
+         absl::StrCat(options.plugin->name(), " is allowed",
+                      pub.empty()
+                          ? ""
+                          : absl::StrCat("; publication \"", pub,
+                                         "\" publishes the outbox "
+                                         "tables as the relay needs"))});
+  }
+  std::vector<std::string> tables;
+  for (const auto& t : options.tables) {
+    tables.push_back(absl::StrCat(t.schema, ".", t.name));
+  }
+  out.push_back({"tables", stream->CheckTables(),
+                 tables.empty()
+                     ? "none configured (the tableless outbox)"
+                     : absl::StrCat(absl::StrJoin(tables, ", "),
+                                    " exist with the mapped columns")});
+  absl::Status slot = stream->EnsureSlot();
+  std::string slot_detail;
+  if (IsSlotInUse(slot)) {
+    slot_detail = absl::StrCat(slot.message(),
+                               " (this instance would wait as a standby)");
+    slot = absl::OkStatus();
+  } else if (!slot.ok()) {
+  } else if (server.slot_missing) {
+    slot_detail = absl::StrCat("\"", options.slot,
+                               "\" does not exist; the relay creates it at "
+                               "its first start (plugin ",
+                               options.plugin->name(), ")");
+  } else {
+    slot_detail = absl::StrCat(
+        "\"", options.slot, "\" exists (", options.plugin->name(),
+        ", database ", server.dbname, "), free, confirmed_flush_lsn ",
+        FormatLsn(server.slot_confirmed_flush),
+        stream->WantsFailover() && !server.slot_failover
+            ? "; the relay enables failover on it at start"
+            : "");
+  }
+  out.push_back({"slot", slot, slot_detail});
+  return out;
 }
 
 LibpqReplicationStream::~LibpqReplicationStream() {
@@ -78,7 +165,7 @@ absl::StatusOr<std::string> LibpqReplicationStream::TimelineHistory() {
   return PgConnection::Value(res, 0, 1);
 }
 
-absl::Status LibpqReplicationStream::CheckServer() {
+absl::Status LibpqReplicationStream::ReadServer(WalLevelReport* wal_out) {
   server_.endpoint = db_->Endpoint();
   {
     ASSIGN_OR_RETURN(PgResult res, db_->Query("IDENTIFY_SYSTEM"));
@@ -113,6 +200,13 @@ absl::Status LibpqReplicationStream::CheckServer() {
   if (!PgConnection::IsNull(res, 0, 5)) {
     server_.idle_slot_timeout_s = atoll(PgConnection::Value(res, 0, 5).c_str());
   }
+  *wal_out = std::move(wal);
+  return absl::OkStatus();
+}
+
+absl::Status LibpqReplicationStream::CheckServer() {
+  WalLevelReport wal;
+  RETURN_IF_ERROR(ReadServer(&wal));
   RETURN_IF_ERROR(CheckLogicalDecoding(wal));
   return options_.plugin->Prepare(*db_, PluginInfo());
 }
@@ -172,6 +266,10 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
     if (options_.slot_marker != nullptr) {
       RETURN_IF_ERROR(options_.slot_marker->CheckCreate(server_));
     }
+    if (options_.read_only) {
+      server_.slot_missing = true;  // Inspect() says so
+      return absl::OkStatus();
+    }
     // PostgreSQL 15 added the parenthesised options; 14 has only the old
     // keyword syntax; 17 the FAILOVER option.
     const bool failover = WantsFailover();
@@ -230,7 +328,7 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
                      " (another relay instance?); waiting for it"));
   }
   server_.slot_failover = PgConnection::Value(res, 0, 7) == "true";
-  if (WantsFailover() && !server_.slot_failover) {
+  if (WantsFailover() && !server_.slot_failover && !options_.read_only) {
     // Free (checked above), so the walsender can take it to alter it.
     absl::StatusOr<PgResult> altered = db_->Query(absl::StrCat(
         "ALTER_REPLICATION_SLOT \"", options_.slot, "\" (FAILOVER true)"));

@@ -27,6 +27,11 @@
 // "requested WAL segment ... has already been removed" into FailedPrecondition
 // naming the slot and its last confirmed LSN: no retry brings that WAL back.
 //
+// Inspect() (`outbox-relay validate --connect`) runs the same checks with
+// ReplicationOptions::read_only, each as its own line, and never takes the
+// slot: it creates, alters and records nothing (no slot, no publication, no
+// failover, no marker) and reports what Connect() would do about them.
+//
 // Threading: one thread owns an instance. Connection plumbing is
 // PgConnection's; this is the only file that drives the CopyBoth stream.
 #ifndef OUTBOX_PG_LIBPQ_REPLICATION_STREAM_H_
@@ -39,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "outbox/replication_stream.h"
 #include "pg/pg_connection.h"
+#include "pg/server_checks.h"
 #include "pg/slot_loss.h"
 #include "pg/slot_marker.h"
 #include "plugin/output_plugin.h"
@@ -75,6 +81,10 @@ struct ReplicationOptions {
   int tcp_user_timeout_ms = 60000;
   // application_name shown in pg_stat_replication.
   std::string application_name = "outbox-relay";
+  // Inspect() sets it: read only. A missing slot create_slot allows, a
+  // slot without failover, an invalidated slot are reported, not created,
+  // altered or recorded; a slot in use is not waited for.
+  bool read_only = false;
 };
 
 struct ServerInfo {
@@ -88,6 +98,9 @@ struct ServerInfo {
   Lsn slot_confirmed_flush = kInvalidLsn;
   Lsn slot_restart = kInvalidLsn;
   bool slot_created = false;
+  // Read only (Inspect()): the slot does not exist; Connect() would create
+  // it.
+  bool slot_missing = false;
   bool in_recovery = false;            // pg_is_in_recovery(): a standby
   bool slot_failover = false;          // the slot has failover (17+)
   bool slot_failover_enabled = false;  // EnsureSlot() turned it on
@@ -100,6 +113,14 @@ class LibpqReplicationStream : public ReplicationStream {
   static absl::StatusOr<std::unique_ptr<LibpqReplicationStream>> Connect(
       const ReplicationOptions& options);
   ~LibpqReplicationStream() override;
+
+  // The start-up checks of Connect(), read only (see the file comment), in
+  // order: "postgres" (the replication connection, hence the REPLICATION
+  // privilege), "wal_level", "plugin" (allowed, its setup: pgoutput's
+  // publication), "tables" (each outbox table and its columns), "slot".
+  // After a failed "postgres" nothing else is checked. The plugin's
+  // Prepare() runs with PluginOptions::read_only set by the caller.
+  static std::vector<StartupCheck> Inspect(ReplicationOptions options);
 
   const ServerInfo& server() const { return server_; }
 
@@ -133,6 +154,11 @@ class LibpqReplicationStream : public ReplicationStream {
                          ReplicationOptions options)
       : db_(std::move(conn)), conn_(db_->raw()), options_(std::move(options)) {}
   absl::Status CheckServer();
+  // IDENTIFY_SYSTEM and the settings CheckServer() decides on.
+  absl::Status ReadServer(WalLevelReport* wal);
+  // Options from Connect() for the connection.
+  static absl::StatusOr<std::unique_ptr<PgConnection>> Open(
+      const ReplicationOptions& options);
   absl::Status CheckTables();
   absl::Status EnsureSlot();
   // The slot was found invalidated: records it in the marker unless it is

@@ -47,4 +47,15 @@ std::optional<std::string> IdleSlotTimeoutWarning(int64_t idle_timeout_s,
       "postgres.expected_outage_s");
 }
 
+std::string FormatStartupCheck(const StartupCheck& check) {
+  std::string text =
+      check.status.ok() ? check.detail : std::string(check.status.message());
+  // One line whatever the server said.
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return absl::StrCat(check.status.ok() ? "ok " : "FAIL ", check.check, ": ",
+                      text);
+}
+
 }  // namespace outbox

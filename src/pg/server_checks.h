@@ -11,6 +11,10 @@
 //                             nobody streams from for that long is
 //                             invalidated at the next checkpoint.
 //
+// StartupCheck is one of those checks' outcome as `validate --connect`
+// prints it (LibpqReplicationStream::Inspect(), the poller's and Kafka's):
+// one line, "ok <check>: <detail>" or "FAIL <check>: <why>".
+//
 // Thread safe.
 #ifndef OUTBOX_PG_SERVER_CHECKS_H_
 #define OUTBOX_PG_SERVER_CHECKS_H_
@@ -45,6 +49,15 @@ absl::Status CheckLogicalDecoding(const WalLevelReport& report);
 // nullopt.
 std::optional<std::string> IdleSlotTimeoutWarning(int64_t idle_timeout_s,
                                                   int64_t expected_outage_s);
+
+struct StartupCheck {
+  std::string check;    // "postgres", "wal_level", "slot", "kafka", ...
+  absl::Status status;  // OK, or why it failed (its code: the exit code's)
+  std::string detail;   // what was found, when OK
+};
+
+// "ok <check>: <detail>" or "FAIL <check>: <status message>", one line.
+std::string FormatStartupCheck(const StartupCheck& check);
 
 }  // namespace outbox
 

@@ -51,6 +51,10 @@ struct PluginOptions {
   // never (kOff).
   enum class Binary { kAuto, kOn, kOff };
   Binary binary = Binary::kAuto;
+  // Prepare() reads only (`validate --connect`): what it would set up
+  // (pgoutput's missing publication) is NotFound, naming what the relay
+  // will do at start, instead of being done.
+  bool read_only = false;
 };
 
 // What the server is, as Prepare() needs it.

@@ -9,12 +9,14 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "cli/validate_command.h"
 #include "common/logging.h"
 #include "common/version.h"
 #include "config/command_line.h"
 #include "config/config.h"
 #include "config/kafka_acls.h"
 #include "daemon/config_reload.h"
+#include "daemon/build_info.h"
 #include "daemon/daemon_start.h"
 #include "daemon/exit_code.h"
 #include "http/metrics_server.h"
@@ -35,6 +37,11 @@ int main(int argc, char** argv) {
       StartDaemon(Tool::kPoller, argc, argv, &g_stop, &g_reload);
   if (start.exit_code) return *start.exit_code;
   const Config* config = &start.config;
+  if (start.command_line.command == CommandLine::Command::kValidate) {
+    return RunValidateCommand(Tool::kPoller, *config,
+                              start.command_line.validate_connect, stdout,
+                              stderr);
+  }
   if (start.command_line.command == CommandLine::Command::kAcls) {
     return RunAclsCommand(*config, AclClient::kPoller,
                           start.command_line.acl_principal, stdout);
@@ -42,6 +49,7 @@ int main(int argc, char** argv) {
 
   auto registry = std::make_shared<prometheus::Registry>();
   PollerMetrics metrics(*registry);
+  RegisterBuildInfo(*registry, "outbox_poller");
   std::unique_ptr<MetricsServer> server;
   if (!config->http.listen.empty()) {
     // Alive while the loop turns (an idle wait is at most interval_ms; a

@@ -13,7 +13,15 @@
 #include "route/router.h"
 
 namespace outbox {
-namespace {
+
+absl::StatusOr<std::unique_ptr<Router>> PollerRouter(const Config& config) {
+  absl::Status has_tables = RequireOutboxTables(
+      config,
+      "outbox-poller polls the outbox tables (logical messages need "
+      "outbox-relay)");
+  if (!has_tables.ok()) return has_tables;
+  return Router::Create(config);
+}
 
 StoreOptions MakeStoreOptions(const Config& config, const Router& router) {
   StoreOptions o;
@@ -27,6 +35,8 @@ StoreOptions MakeStoreOptions(const Config& config, const Router& router) {
   if (config.poller.notify) o.notify_channel = config.poller.notify_channel;
   return o;
 }
+
+namespace {
 
 PollerOptions MakePollerOptions(const Config& config) {
   PollerOptions o;
@@ -60,15 +70,6 @@ void SetStates(PollerMetrics* metrics, absl::string_view postgres,
 void RecordError(PollerMetrics* metrics, absl::string_view what,
                  const absl::Status& s) {
   if (metrics != nullptr) metrics->daemon_status.SetLastError(what, s);
-}
-
-absl::StatusOr<std::unique_ptr<Router>> PollerRouter(const Config& config) {
-  absl::Status has_tables = RequireOutboxTables(
-      config,
-      "outbox-poller polls the outbox tables (logical messages need "
-      "outbox-relay)");
-  if (!has_tables.ok()) return has_tables;
-  return Router::Create(config);
 }
 
 // What a reload checks beyond LoadConfig().

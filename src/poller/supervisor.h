@@ -21,17 +21,28 @@
 #define OUTBOX_POLLER_SUPERVISOR_H_
 
 #include <atomic>
+#include <memory>
 
+#include "absl/status/statusor.h"
 #include "config/config.h"
 #include "daemon/config_reload.h"
 #include "daemon/session_restart.h"
+#include "poller/libpq_outbox_store.h"
 #include "poller/poller_metrics.h"
+#include "route/router.h"
 
 namespace outbox {
 
 int RunPoller(const Config& config, PollerMetrics* metrics,
               const std::atomic<bool>& stop, ConfigReloader* reload = nullptr,
               SessionRestart* restart = nullptr);
+
+// What RunPoller() builds before it asks a server, shared with
+// `outbox-poller validate`: the router (InvalidArgument, one line, when the
+// configuration cannot work: no outbox table, a bad mapping) and the
+// store's options over it.
+absl::StatusOr<std::unique_ptr<Router>> PollerRouter(const Config& config);
+StoreOptions MakeStoreOptions(const Config& config, const Router& router);
 
 }  // namespace outbox
 

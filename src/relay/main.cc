@@ -9,12 +9,14 @@
 #include "cli/operator_command.h"
 #include "cli/republish_command.h"
 #include "cli/status_command.h"
+#include "cli/validate_command.h"
 #include "common/logging.h"
 #include "common/version.h"
 #include "config/command_line.h"
 #include "config/config.h"
 #include "config/kafka_acls.h"
 #include "daemon/config_reload.h"
+#include "daemon/build_info.h"
 #include "daemon/daemon_start.h"
 #include "http/metrics_server.h"
 #include "outbox/clock.h"
@@ -87,6 +89,11 @@ int main(int argc, char** argv) {
   DaemonStart start = StartDaemon(Tool::kRelay, argc, argv, &g_stop, &g_reload);
   if (start.exit_code) return *start.exit_code;
   const Config* config = &start.config;
+  if (start.command_line.command == CommandLine::Command::kValidate) {
+    return RunValidateCommand(Tool::kRelay, *config,
+                              start.command_line.validate_connect, stdout,
+                              stderr);
+  }
   if (start.command_line.command == CommandLine::Command::kStatus) {
     return RunStatusCommand(*config, stdout, stderr);
   }
@@ -123,6 +130,8 @@ int main(int argc, char** argv) {
     pause = std::make_unique<PauseControl>(
         *config, [m](bool paused) { m->SetPaused(paused); });
   }
+  RegisterBuildInfo(*metrics->registry(), "outbox_relay",
+                    {{"plugin", config->postgres.plugin}});
   std::unique_ptr<MetricsServer> http;
   std::string http_listen = "disabled";
   if (!config->http.listen.empty()) {

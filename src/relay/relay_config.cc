@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "outbox/status_macros.h"
 #include "relay/heartbeat.h"
 
 namespace outbox {
@@ -151,6 +152,18 @@ absl::StatusOr<RelayConfig> DeriveRelayConfig(const Config& config,
   r.stream = StreamOptions(config, router);
   r.mapping = Mapping(config);
   return r;
+}
+
+absl::StatusOr<RelayPlan> PlanRelay(const Config& config) {
+  RelayPlan plan;
+  ASSIGN_OR_RETURN(plan.router, Router::Create(config));
+  ASSIGN_OR_RETURN(plan.derived, DeriveRelayConfig(config, *plan.router));
+  ASSIGN_OR_RETURN(plan.plugin, OutputPlugin::Create(config.postgres.plugin,
+                                                     plan.derived.plugin));
+  if (config.outbox.messages.enabled) {
+    ASSIGN_OR_RETURN(plan.message_router, MessageRouter::Create(config.outbox));
+  }
+  return plan;
 }
 
 }  // namespace outbox

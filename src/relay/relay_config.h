@@ -21,6 +21,7 @@
 #include "pg/libpq_replication_stream.h"
 #include "plugin/output_plugin.h"
 #include "relay/relay.h"
+#include "route/message_router.h"
 #include "route/router.h"
 
 namespace outbox {
@@ -51,6 +52,20 @@ struct RelayConfig {
 // prefix is the heartbeat's). `router` gives the tables and columns.
 absl::StatusOr<RelayConfig> DeriveRelayConfig(const Config& config,
                                               const Router& router);
+
+// What a relay process builds from its Config before it asks any server:
+// the router, the derived configuration, the output plugin and, for the
+// tableless outbox, the message router. The supervisor (RunRelay()) and
+// `outbox-relay validate` both build it here, so validate refuses exactly
+// the cross-key combinations the daemon refuses at start. InvalidArgument
+// (one line) when the configuration cannot work.
+struct RelayPlan {
+  std::unique_ptr<Router> router;
+  RelayConfig derived;
+  std::unique_ptr<OutputPlugin> plugin;
+  std::unique_ptr<MessageRouter> message_router;  // null: no messages
+};
+absl::StatusOr<RelayPlan> PlanRelay(const Config& config);
 
 }  // namespace outbox
 

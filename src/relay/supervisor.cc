@@ -48,39 +48,9 @@ std::string KafkaBlockedState(const absl::Status& s, absl::string_view topic) {
       "past the refused event is confirmed, and the relay retries by itself");
 }
 
-// What a configuration builds before any session: the router, the derived
-// configuration, the plugin, the message routes.
-struct Routes {
-  std::unique_ptr<Router> router;
-  RelayConfig derived;
-  std::unique_ptr<OutputPlugin> plugin;
-  std::unique_ptr<MessageRouter> message_router;  // null: no messages
-};
-
-absl::StatusOr<Routes> BuildRoutes(const Config& config) {
-  Routes r;
-  absl::StatusOr<std::unique_ptr<Router>> router = Router::Create(config);
-  if (!router.ok()) return router.status();
-  r.router = std::move(*router);
-  absl::StatusOr<RelayConfig> derived = DeriveRelayConfig(config, *r.router);
-  if (!derived.ok()) return derived.status();
-  r.derived = std::move(*derived);
-  absl::StatusOr<std::unique_ptr<OutputPlugin>> plugin =
-      OutputPlugin::Create(config.postgres.plugin, r.derived.plugin);
-  if (!plugin.ok()) return plugin.status();
-  r.plugin = std::move(*plugin);
-  if (config.outbox.messages.enabled) {
-    absl::StatusOr<std::unique_ptr<MessageRouter>> m =
-        MessageRouter::Create(config.outbox);
-    if (!m.ok()) return m.status();
-    r.message_router = std::move(*m);
-  }
-  return r;
-}
-
-// What a reload checks beyond LoadConfig(): that BuildRoutes() succeeds.
+// What a reload checks beyond LoadConfig(): that PlanRelay() succeeds.
 absl::Status ValidateRelayConfig(const Config& config) {
-  return BuildRoutes(config).status();
+  return PlanRelay(config).status();
 }
 
 // RunRelay()'s state machine (daemon/lifecycle.h): as a standby, Connect()
@@ -180,14 +150,15 @@ class RelaySupervisor {
     return std::nullopt;
   }
 
-  // The router, the derived configuration, the plugin, the message routes.
+  // The router, the derived configuration, the plugin, the message routes
+  // (PlanRelay(), which `outbox-relay validate` runs too).
   std::optional<int> Configure() {
-    absl::StatusOr<Routes> routes = BuildRoutes(config_);
-    if (!routes.ok()) return ExitAt(SessionStage::kConfigure, routes.status());
-    router_ = std::move(routes->router);
-    derived_ = std::move(routes->derived);
-    plugin_ = std::move(routes->plugin);
-    message_router_ = std::move(routes->message_router);
+    absl::StatusOr<RelayPlan> plan = PlanRelay(config_);
+    if (!plan.ok()) return ExitAt(SessionStage::kConfigure, plan.status());
+    router_ = std::move(plan->router);
+    derived_ = std::move(plan->derived);
+    plugin_ = std::move(plan->plugin);
+    message_router_ = std::move(plan->message_router);
     return std::nullopt;
   }
 

@@ -2,6 +2,8 @@
 // real server in tests/e2e/relay/metrics_e2e_test.cc).
 #include "cli/status_command.h"
 
+#include "cli/validate_command.h"
+#include "daemon/exit_code.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -84,6 +86,19 @@ TEST(StatusCommandTest, InactiveLostSlotWithLimit) {
   EXPECT_THAT(out, ::testing::HasSubstr("wal_status           lost\n"));
   EXPECT_THAT(out,
               ::testing::HasSubstr("safe_wal_size        -2048 (-2.0 KiB)\n"));
+}
+
+// Issue 35: validate --connect's exit code: a server's refusal (3) before
+// an unreachable server (1).
+TEST(ValidateCommandTest, ExitCodeOfTheChecks) {
+  const StartupCheck ok{"config", absl::OkStatus(), "valid"};
+  const StartupCheck down{"kafka", absl::UnavailableError("down"), ""};
+  const StartupCheck refused{"postgres", absl::FailedPreconditionError("no"),
+                             ""};
+  EXPECT_EQ(ValidateExitCode({ok}), kExitOk);
+  EXPECT_EQ(ValidateExitCode({ok, down}), kExitInternal);
+  EXPECT_EQ(ValidateExitCode({down, refused}), kExitPrecondition);
+  EXPECT_EQ(ValidateExitCode({refused, down}), kExitPrecondition);
 }
 
 }  // namespace

@@ -46,6 +46,25 @@ TEST(CommandLineTest, Subcommands) {
               HasSubstr("unexpected argument \"status\""));
 }
 
+// Issue 35: validate, and --connect with it only; the audit has neither.
+TEST(CommandLineTest, ValidateTakesConnect) {
+  auto cl = Parse({"validate", "--connect", "--config", "relay.yaml"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->command, CommandLine::Command::kValidate);
+  EXPECT_TRUE(cl->validate_connect);
+  EXPECT_FALSE(Parse({"validate"})->validate_connect);
+  EXPECT_THAT(Parse({"--connect"}).status().message(),
+              HasSubstr("--connect belongs to the validate command"));
+  std::vector<std::string> args = {"outbox-poller", "validate", "--connect"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  EXPECT_TRUE(ParseCommandLine(3, argv.data(), Tool::kPoller).ok());
+  args[0] = "outbox-audit";
+  argv.clear();
+  for (std::string& a : args) argv.push_back(a.data());
+  EXPECT_FALSE(ParseCommandLine(2, argv.data(), Tool::kAudit).ok());
+}
+
 TEST(CommandLineTest, AclsTakesAPrincipal) {
   auto cl = Parse({"acls", "--principal", "User:relay"});
   ASSERT_TRUE(cl.ok()) << cl.status();
@@ -205,10 +224,9 @@ TEST(CommandLineTest, Errors) {
 
 TEST(CommandLineTest, HelpTextListsFlagsAndCommands) {
   std::string help = HelpText(Tool::kRelay);
-  EXPECT_THAT(help,
-              HasSubstr("Usage: outbox-relay "
-                        "[run|status|republish|skip|advance|acls|from-debezium "
-                        "FILE]"));
+  EXPECT_THAT(help, HasSubstr("Usage: outbox-relay "
+                              "[run|validate|status|republish|skip|advance|"
+                              "acls|from-debezium FILE]"));
   for (const char* flag :
        {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--slot NAME",
         "--tables A,B", "--topic TEMPLATE", "--set KEY=VALUE", "--since",
@@ -231,7 +249,8 @@ std::pair<std::string, std::string> SplitExitStatus(const std::string& help) {
 
 TEST(CommandLineTest, PollerHelpListsOnlyThePollersCommandsFlagsAndKeys) {
   auto [help, exits] = SplitExitStatus(HelpText(Tool::kPoller));
-  EXPECT_THAT(help, HasSubstr("Usage: outbox-poller [run|acls] [flags]\n"));
+  EXPECT_THAT(help,
+              HasSubstr("Usage: outbox-poller [run|validate|acls] [flags]\n"));
   for (const char* flag :
        {"--config FILE", "--pg CONNINFO", "--kafka BROKERS", "--tables A,B",
         "--topic TEMPLATE", "--set KEY=VALUE", "--help", "--version"}) {

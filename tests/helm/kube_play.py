@@ -110,6 +110,19 @@ def play(suffix, secret_dir, docs):
             w["spec"]["replicas"] = 1
         spec = pod_spec(w)
         spec["hostNetwork"] = True
+        if spec.get("initContainers"):
+            # podman 4.3 plays init containers as "once" and removes each
+            # after its run, racing the container's own exit ("cannot
+            # remove container ... as it is running"); "always" keeps it,
+            # and its log, as a kubelet keeps an init container's.
+            # (podman reads a Deployment's own annotations, not its pod
+            # template's: both get it.)
+            metas = [w["metadata"]]
+            if w["kind"] != "Pod":
+                metas.append(w["spec"]["template"]["metadata"])
+            for meta in metas:
+                meta.setdefault("annotations", {})[
+                    "io.podman.annotations.init.container.type"] = "always"
         # podman makes an emptyDir a named volume of the volume's name,
         # shared by every pod that names it the same: one per played pod.
         renamed = {}

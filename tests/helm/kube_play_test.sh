@@ -7,7 +7,8 @@
 # suite's PostgreSQL and Kafka.
 #
 #   kube_play_test.sh image      build the image if needed (the fixture)
-#   kube_play_test.sh relay      relay mode: 2 replicas, active + standby
+#   kube_play_test.sh relay      relay mode: 2 replicas, active + standby;
+#                                the validate init container (below)
 #   kube_play_test.sh poller     poller mode: 2 replicas, both polling
 #   kube_play_test.sh commands   every container command exists in the image
 #   kube_play_test.sh tls        tests/helm/values/tls.yaml against the TLS
@@ -30,6 +31,12 @@
 #   - stopping the pods drains within the manifest's
 #     terminationGracePeriodSeconds: the program exits 0; relay: the slot is
 #     confirmed past the last event; poller: every row is marked sent.
+# relay also checks the chart's validate init container (validate.enabled,
+# validate.connect: on by default; docs/operations/validate.md): in both
+# replicas it ran `outbox-relay validate --connect` before the relay and
+# exited 0 with its "ok slot: ..." line in its log; and a release whose
+# table does not exist never starts its relay container, the init
+# container's log saying why in one FAIL line.
 # tls plays tests/helm/values/tls.yaml (extraVolumes, extraVolumeMounts,
 # extraEnv) as it is, but for the servers' addresses and Secret names:
 # the relay streams over TLS (pg_stat_ssl: the client certificate's CN)
@@ -89,6 +96,13 @@
 #     stop timeout is podman's 10 s. The kubelet's termination (SIGTERM,
 #     SIGKILL after the grace period) is done here as podman pod stop -t
 #     GRACE, then podman kube down removes the stopped pods.
+#   - podman 4.3 plays init containers as "once" containers, removed after
+#     their run (which races their exit: "cannot remove container ... as it
+#     is running"); kube_play.py marks them "always" (the pod annotation
+#     io.podman.annotations.init.container.type), so each is kept with its
+#     log, as a kubelet keeps an init container's. An init container that
+#     fails keeps the relay container from starting; podman restarts it
+#     at once (restartPolicy Always), a kubelet with back-off.
 #   - No restart back-off: a container whose process dies is restarted at
 #     once (restartPolicy Always), so a killed active relay may win its slot
 #     back before the standby's next retry. The test kills with podman kill
@@ -150,7 +164,8 @@ http_code() { curl -s -o /dev/null -m 5 -w '%{http_code}' "http://127.0.0.1:$1$2
 is_200() { [ "$(http_code "$1" "$2")" = 200 ]; }
 role() { curl -s -m 5 "http://127.0.0.1:$1/status.json" | "$py" -c 'import json,sys; print(json.load(sys.stdin).get("role", ""))' 2>/dev/null || true; }
 # main_container POD: the pod's container of the chart (not the infra one).
-main_container() { pm ps -a --filter "pod=$1" --format '{{.Names}}' | grep -v -- '-infra$' | head -1; }
+# (kube play names a container POD-NAME: the init container POD-validate.)
+main_container() { pm ps -a --filter "pod=$1" --format '{{.Names}}' | grep -v -- '-infra$\|-validate$' | head -1; }
 logs() { pm logs "$1" 2>&1 | grep -v '"kafka producer"\|"config"\|CONFWARN' | tail -"${2:-5}"; }
 
 # play_replicas VALUES N [helm args...]: renders and plays N replicas; sets
@@ -418,6 +433,19 @@ case $phase in
     play_replicas "$work/values.yaml" 2
     grace=$(kp grace <"$rendered")
 
+    # The init container ran validate --connect first, to success.
+    if [ "$phase" = relay ]; then
+      for i in 0 1; do
+        v=${pods[i]}-validate
+        code=$(pm inspect -f '{{.State.ExitCode}}' "$v" 2>&1) ||
+          fail "replica $i: no validate init container: $code"
+        [ "$code" = 0 ] || fail "replica $i: validate exited $code: $(pm logs "$v" 2>&1 | tail -3)"
+        out=$(pm logs "$v" 2>&1 || true)   # (grep -q would SIGPIPE pm under pipefail)
+        grep -q '^ok slot: ' <<<"$out" ||
+          fail "replica $i: no 'ok slot:' line from validate: $(tail -3 <<<"$out")"
+      done
+    fi
+
     # Both replicas up; relay: one active, one standby.
     for i in 0 1; do
       wait_for 120 is_200 "${ports[i]}" /readyz ||
@@ -477,6 +505,25 @@ case $phase in
     done
     played=()
     echo "$phase: $((SECONDS - start)) s from the first kube play to the last kube down"
+    if [ "$phase" = relay ]; then
+      # A table that does not exist: validate fails, the relay never starts.
+      render "$work/bad.yaml" "$work/values.yaml" --set http.port="$(free_port)" \
+        --set "config.outbox.tables[0].table=public.${id}_missing"
+      kp play -bad "$work/secrets" <"$work/bad.yaml" >"$work/played-bad.yaml"
+      played+=("$work/played-bad.yaml")
+      volumes+=($(kp names ConfigMap <"$work/played-bad.yaml") "$(kp names Deployment <"$work/played-bad.yaml")-tmp")
+      pm kube play "$work/played-bad.yaml" >"$work/play-bad.log" 2>&1 || true
+      bad=$(kp names Deployment <"$work/played-bad.yaml")-pod-0
+      # (podman restarts the failing pod's init container, as a kubelet
+      # would with back-off: its log holds one run after another.)
+      out=$(pm logs "$bad-validate" 2>&1 || true)
+      line=$(grep -m1 '^FAIL ' <<<"$out" || true)
+      echo "validate in the failing pod: $line"
+      [ "$line" = "FAIL tables: outbox table public.${id}_missing does not exist in database $(psql -Atc 'SELECT current_database()')" ] ||
+        fail "the failing pod's validate said: $(tail -3 <<<"$out")"
+      running=$(pm ps --filter "pod=$bad" --filter status=running --format '{{.Names}}' | grep -c -- '-relay$' || true)
+      [ "$running" = 0 ] || fail "the relay container of the failing pod runs"
+    fi
     finish "$phase mode: the chart's pods ran, took over after SIGKILL with 0 missing, drained" ;;
 
   tls)

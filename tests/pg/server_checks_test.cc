@@ -58,5 +58,14 @@ TEST(IdleSlotTimeoutWarningTest, WarnsWhenShorterThanTheExpectedOutage) {
   EXPECT_EQ(w->find('\n'), std::string::npos);
 }
 
+// Issue 35: validate --connect's lines.
+TEST(StartupCheckTest, OneLineOkOrFail) {
+  EXPECT_EQ(FormatStartupCheck({"wal_level", absl::OkStatus(), "logical"}),
+            "ok wal_level: logical");
+  EXPECT_EQ(FormatStartupCheck(
+                {"tables", absl::FailedPreconditionError("no\ntable\r"), ""}),
+            "FAIL tables: no table ");
+}
+
 }  // namespace
 }  // namespace outbox

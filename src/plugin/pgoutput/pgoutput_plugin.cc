@@ -158,6 +158,12 @@ absl::Status PgOutputPlugin::PreparePublication(PgConnection& conn,
           "\" does not exist and postgres.create_publication is false: run ",
           sql, ";"));
     }
+    if (options_.read_only) {
+      return absl::NotFoundError(absl::StrCat(
+          "publication \"", options_.publication,
+          "\" does not exist; the relay creates it at start: ", sql,
+          " (as a role that owns the tables)"));
+    }
     absl::StatusOr<PgResult> created = conn.Query(sql);
     if (!created.ok()) {
       if (absl::IsUnavailable(created.status()) && conn.connected()) {

@@ -1,10 +1,14 @@
 // outbox-poller end to end (the fixture is in poller_e2e_fixture.h): record
 // parity with outbox-relay, order, several instances, crashes, retries and
-// dead letters, delete mode, the janitor, LISTEN/NOTIFY.
+// dead letters, delete mode, the janitor, LISTEN/NOTIFY, build_info and
+// `outbox-poller validate` (issue 35).
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
 #include <signal.h>
 
 #include <fstream>
 #include <iostream>
+#include <regex>
 
 #include "absl/strings/str_replace.h"
 #include "e2e/poller/poller_e2e_fixture.h"
@@ -194,6 +198,26 @@ TEST_F(PollerE2ETest, FailedRowIsRetriedThenDeadLetteredWhileOthersFlow) {
   EXPECT_THAT(metrics, HasSubstr("outbox_poller_failures_total 3"));
   EXPECT_THAT(metrics, HasSubstr("outbox_poller_events_delivered_total 40"));
   EXPECT_THAT(metrics, HasSubstr("outbox_poller_oldest_unsent_age_seconds"));
+  // build_info: --version's version and revision, the libraries' versions
+  // (this process loads the same libpq and librdkafka).
+  {
+    auto version = Process::Start({BinaryPath("outbox-poller"), "--version"},
+                                  dir_ + "/version.log");
+    ASSERT_EQ(version->Wait(10000), 0);
+    std::smatch m;
+    const std::string line = version->Output();
+    ASSERT_TRUE(std::regex_search(
+        line, m, std::regex("outbox-poller ([^ ]+) \\(git ([^)]+)\\)")))
+        << line;
+    const int lib = PQlibVersion();
+    EXPECT_THAT(
+        metrics,
+        HasSubstr(absl::StrCat(
+            "outbox_poller_build_info{libpq=\"", lib / 10000, ".", lib % 10000,
+            "\",librdkafka=\"", rd_kafka_version_str(), "\",revision=\"",
+            m[2].str(), "\",version=\"", m[1].str(), "\"} 1\n")))
+        << metrics;
+  }
   p->Signal(SIGTERM);
   EXPECT_EQ(p->Wait(30000), 0) << p->Output();
 }
@@ -328,6 +352,44 @@ TEST_F(PollerE2ETest, SighupReloadsTheConfiguration) {
             << topic2 << ", " << duplicates << " duplicates\n";
   poller->Signal(SIGTERM);
   EXPECT_EQ(poller->Wait(30000), 0) << poller->Output();
+}
+
+// `outbox-poller validate --connect`: its store's start-up checks (tables,
+// poller columns, privileges) and Kafka, one line each.
+TEST_F(PollerE2ETest, ValidateConnectChecksTablesAndPrivileges) {
+  auto validate = [&](const std::vector<std::string>& extra, std::string* out) {
+    std::vector<std::string> args = PollerArgs();
+    args.insert(args.begin() + 1, "validate");
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto p = Process::Start(args, dir_ + "/validate.log");
+    int code = p->Wait(60000);
+    *out = p->Output();
+    return code;
+  };
+  std::string out;
+  EXPECT_EQ(validate({"--connect"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("\nok config: valid: 1 outbox table(s), mode "
+                             "mark\n"));
+  EXPECT_THAT(out, HasSubstr("\nok postgres: connected, PostgreSQL "));
+  EXPECT_THAT(out, HasSubstr("public." + table_ +
+                             " have the mapped and poller columns, and the "
+                             "role may SELECT, UPDATE, DELETE them\n"));
+  EXPECT_THAT(out, HasSubstr("\nok kafka: 1 broker(s) answered"));
+  // A role that may read the table but not update it: exit 3.
+  const std::string role = UniqueName("reader");
+  db_->Exec("CREATE ROLE " + role + " LOGIN");
+  db_->Exec("GRANT SELECT ON public." + table_ + " TO " + role);
+  EXPECT_EQ(
+      validate({"--connect", "--pg", env_->pg_conninfo() + " user=" + role},
+               &out),
+      3)
+      << out;
+  EXPECT_THAT(out, HasSubstr("\nFAIL postgres: this role lacks UPDATE on "
+                             "public." +
+                             table_));
+  // A configuration the poller cannot run: one line, exit 2.
+  EXPECT_EQ(validate({"--set", "poller.mode=sometimes"}, &out), 2) << out;
+  EXPECT_THAT(out, HasSubstr("outbox-poller: --set: \"poller.mode\""));
 }
 
 }  // namespace

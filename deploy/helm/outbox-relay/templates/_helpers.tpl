@@ -116,3 +116,35 @@ outbox-relay/database: {{ .db.name }}
 {{- define "outbox-relay.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
+
+{{/* The env and envFrom of a database's containers (the relay or poller,
+   and the validate init container): the same environment, so validate
+   expands the same ${VAR}s. Context: dict "root" $ "db" $db. */}}
+{{- define "outbox-relay.containerEnv" -}}
+{{- $secretName := include "outbox-relay.secretName" .root -}}
+{{- if or .root.Values.env .root.Values.extraEnv .db.env }}
+env:
+  {{- with .root.Values.env }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+  {{- with .root.Values.extraEnv }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+  {{- with .db.env }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+{{- if or $secretName .db.existingSecret }}
+# Each key becomes an environment variable, named as ${KEY} in the relay
+# YAML.
+envFrom:
+  {{- with $secretName }}
+  - secretRef:
+      name: {{ . }}
+  {{- end }}
+  {{- with .db.existingSecret }}
+  - secretRef:
+      name: {{ . }}
+  {{- end }}
+{{- end }}
+{{- end }}
