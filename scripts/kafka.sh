@@ -40,6 +40,11 @@ source "$(dirname "$0")/lib.sh"
 cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl DIR"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
+# C1 only, as scripts/kafka_cluster.sh's nodes: the broker starts on about
+# two thirds of the CPU (a throwaway broker carries little; the test suite
+# starts and restarts dozens). OUTBOX_KAFKA_JVM_OPTS replaces it; set it
+# empty for the JVM's defaults.
+JVM_OPTS="${OUTBOX_KAFKA_JVM_OPTS--XX:TieredStopAtLevel=1}"
 # The version: the one DIR's broker was started with, else the environment's.
 if [ "$cmd" != start ] && [ -f "$dir/version" ]; then
   VERSION=$(kafka_version "$(cat "$dir/version")") || exit 1
@@ -53,7 +58,8 @@ need_jars() { kafka_need_jars "$VERSION" || exit 1; }
 
 launch() {
   need_jars
-  kafka_launch "$VERSION" "$dir" "$HEAP"
+  # shellcheck disable=SC2086  # options, split on spaces
+  kafka_launch "$VERSION" "$dir" "$HEAP" $JVM_OPTS
   # Generous: Kafka 4.4 on 2 loaded cores (load 40+, a suite and other
   # brokers beside it) took over 90 s to log that it started.
   kafka_wait_ready "$dir" 300 || { stop_broker; return 1; }
