@@ -40,11 +40,11 @@ source "$(dirname "$0")/lib.sh"
 cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl DIR"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
-# C1 only, as scripts/kafka_cluster.sh's nodes: the broker starts on about
-# two thirds of the CPU (a throwaway broker carries little; the test suite
-# starts and restarts dozens). OUTBOX_KAFKA_JVM_OPTS replaces it; set it
-# empty for the JVM's defaults.
-JVM_OPTS="${OUTBOX_KAFKA_JVM_OPTS--XX:TieredStopAtLevel=1}"
+# More JVM options for the broker, e.g. -XX:TieredStopAtLevel=1 (C1 only,
+# as scripts/kafka_cluster.sh's nodes): it then starts on about half the
+# CPU. Not the default yet: with it, relay_exactly_once_e2e_test's
+# ATimedOutTransactionIsNotCalledFenced failed once in three runs (issue 35).
+JVM_OPTS="${OUTBOX_KAFKA_JVM_OPTS:-}"
 # The version: the one DIR's broker was started with, else the environment's.
 if [ "$cmd" != start ] && [ -f "$dir/version" ]; then
   VERSION=$(kafka_version "$(cat "$dir/version")") || exit 1
