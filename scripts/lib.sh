@@ -233,11 +233,13 @@ kafka_log_opt() {
 # kafka_java V LOGCONF ARGS...: runs java with V's jars on the classpath and
 # its logging configured by the file LOGCONF; ARGS are JVM options, then
 # the class and its arguments, e.g.
-#   kafka_java 4.4 "$dir/log4j.conf" kafka.tools.StorageTool random-uuid
+#   kafka_java 4.4 "$dir/log4j.conf" kafka.tools.StorageTool info ...
+# For the short-lived tools (format, kafka-acls): C1 only and the serial
+# collector, which start on about half the CPU of the JVM's defaults.
 kafka_java() {
   local v libs opt; v=$(kafka_version "$1") || return 1
   libs=$(kafka_libs "$v"); opt=$(kafka_log_opt "$v" "$2"); shift 2
-  java -cp "$libs/*" "$opt" "$@"
+  java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$libs/*" "$opt" "$@"
 }
 
 # kafka_tool_class V NAME: the main class of the command-line tool NAME
@@ -281,10 +283,16 @@ kafka_node_files() {
     >"$2/log.properties"
 }
 
-# kafka_random_uuid V NODE: a new cluster id.
+# kafka_random_uuid V NODE: a new cluster id, as `StorageTool random-uuid`
+# makes one (Kafka's Uuid: a random UUID's 16 bytes in URL-safe base64
+# without padding, never starting with '-'), without starting a JVM.
 kafka_random_uuid() {
-  kafka_java "$1" "$2/log.properties" kafka.tools.StorageTool random-uuid \
-    2>/dev/null | tail -1
+  python3 -c 'import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    if not s.startswith("-"):
+        print(s)
+        break'
 }
 
 # kafka_format V NODE CLUSTER_ID [ARGS...]: formats NODE/data for

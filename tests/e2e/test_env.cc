@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -404,6 +405,39 @@ std::vector<KafkaMessage> ConsumeAll(const std::string& brokers,
       timeout_ms);
 }
 
+namespace {
+
+// A consumed record (err NO_ERROR) as a KafkaMessage.
+KafkaMessage ToKafkaMessage(const rd_kafka_message_t* m) {
+  KafkaMessage km;
+  km.topic = rd_kafka_topic_name(m->rkt);
+  km.partition = m->partition;
+  km.offset = m->offset;
+  km.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
+  km.key_null = m->key == nullptr;
+  km.value_null = m->payload == nullptr;
+  if (m->key) km.key.assign(static_cast<char*>(m->key), m->key_len);
+  if (m->payload) {
+    km.value.assign(static_cast<char*>(m->payload), m->len);
+  }
+  rd_kafka_headers_t* hdrs = nullptr;
+  if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const char* name;
+    const void* val;
+    size_t size;
+    for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) ==
+                       RD_KAFKA_RESP_ERR_NO_ERROR;
+         ++i) {
+      km.headers.emplace_back(
+          name, val ? std::string(static_cast<const char*>(val), size)
+                    : std::string());
+    }
+  }
+  return km;
+}
+
+}  // namespace
+
 std::vector<KafkaMessage> ConsumeUntil(
     const std::string& brokers, const std::vector<std::string>& topics,
     const std::function<bool(const std::vector<KafkaMessage>&)>& done,
@@ -436,36 +470,122 @@ std::vector<KafkaMessage> ConsumeUntil(
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 200);
     if (m == nullptr) continue;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      KafkaMessage km;
-      km.topic = rd_kafka_topic_name(m->rkt);
-      km.partition = m->partition;
-      km.offset = m->offset;
-      km.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
-      km.key_null = m->key == nullptr;
-      km.value_null = m->payload == nullptr;
-      if (m->key) km.key.assign(static_cast<char*>(m->key), m->key_len);
-      if (m->payload) {
-        km.value.assign(static_cast<char*>(m->payload), m->len);
-      }
-      rd_kafka_headers_t* hdrs = nullptr;
-      if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        const char* name;
-        const void* val;
-        size_t size;
-        for (size_t i = 0;
-             rd_kafka_header_get_all(hdrs, i, &name, &val, &size) ==
-             RD_KAFKA_RESP_ERR_NO_ERROR;
-             ++i) {
-          km.headers.emplace_back(
-              name, val ? std::string(static_cast<const char*>(val), size)
-                        : std::string());
-        }
-      }
-      out.push_back(std::move(km));
+      out.push_back(ToKafkaMessage(m));
       deadline = std::chrono::steady_clock::now() +
                  std::chrono::milliseconds(timeout_ms);
     }
     rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
+std::vector<KafkaMessage> ConsumeToEnd(const std::string& brokers,
+                                       const std::vector<std::string>& topics,
+                                       int timeout_ms, int settle_ms) {
+  rd_kafka_conf_t* conf = BaseConf(brokers);
+  char err[512];
+  // No group is joined (assign, not subscribe); librdkafka wants an id.
+  rd_kafka_conf_set(conf, "group.id", UniqueName("test").c_str(), err,
+                    sizeof(err));
+  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+  rd_kafka_conf_set(conf, "enable.partition.eof", "true", err, sizeof(err));
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  std::vector<KafkaMessage> out;
+  if (rk == nullptr) {
+    ADD_FAILURE() << err;
+    return out;
+  }
+  rd_kafka_poll_set_consumer(rk);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  // Every partition of every topic, from the metadata (retried while a
+  // leader is unknown, e.g. right after a broker restart).
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(8);
+  for (const auto& t : topics) {
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, t.c_str(), nullptr);
+    std::string problem;
+    bool listed = WaitUntil(
+        [&] {
+          const rd_kafka_metadata_t* md = nullptr;
+          rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, 5000);
+          if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            problem = rd_kafka_err2str(e);
+            return false;
+          }
+          bool ok = md->topic_cnt == 1 &&
+                    md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                    md->topics[0].partition_cnt > 0;
+          if (!ok) {
+            problem = md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err)
+                                         : std::string("no metadata");
+          }
+          for (int p = 0; ok && p < md->topics[0].partition_cnt; ++p) {
+            ok = md->topics[0].partitions[p].leader >= 0;
+            if (!ok) problem = "a partition has no leader";
+          }
+          if (ok) {
+            for (int p = 0; p < md->topics[0].partition_cnt; ++p) {
+              rd_kafka_topic_partition_list_add(parts, t.c_str(),
+                                                md->topics[0].partitions[p].id)
+                  ->offset = RD_KAFKA_OFFSET_BEGINNING;
+            }
+          }
+          rd_kafka_metadata_destroy(md);
+          return ok;
+        },
+        timeout_ms);
+    rd_kafka_topic_destroy(rkt);
+    if (!listed) {
+      ADD_FAILURE() << "ConsumeToEnd: no partitions of topic " << t << ": "
+                    << problem;
+    }
+  }
+  rd_kafka_assign(rk, parts);
+  // The partitions not read to their end yet, and those read to a last
+  // stable offset below the high watermark (a transaction undecided, or
+  // its marker not written yet) while settle_ms has not passed.
+  std::set<std::pair<std::string, int32_t>> open, unsettled;
+  for (int i = 0; i < parts->cnt; ++i) {
+    open.emplace(parts->elems[i].topic, parts->elems[i].partition);
+  }
+  rd_kafka_topic_partition_list_destroy(parts);
+  std::chrono::steady_clock::time_point settle_deadline{};
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (open.empty()) {
+      if (unsettled.empty()) break;
+      if (settle_deadline == std::chrono::steady_clock::time_point{}) {
+        settle_deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(settle_ms);
+      }
+      if (std::chrono::steady_clock::now() >= settle_deadline) break;
+    }
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 50);
+    if (m == nullptr) continue;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      out.push_back(ToKafkaMessage(m));
+    } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      // m->offset: the end reached (the last stable offset).
+      const std::pair<std::string, int32_t> tp(rd_kafka_topic_name(m->rkt),
+                                               m->partition);
+      int64_t low = -1, high = -1;
+      rd_kafka_get_watermark_offsets(rk, tp.first.c_str(), tp.second, &low,
+                                     &high);
+      open.erase(tp);
+      if (settle_ms > 0 && m->offset < high) {
+        unsettled.insert(tp);
+      } else {
+        unsettled.erase(tp);
+      }
+    }
+    rd_kafka_message_destroy(m);
+  }
+  if (!open.empty()) {
+    ADD_FAILURE() << "ConsumeToEnd: " << open.size()
+                  << " partition(s) not read to their end in " << timeout_ms
+                  << " ms (" << open.begin()->first << " ["
+                  << open.begin()->second << "], ...)";
   }
   rd_kafka_consumer_close(rk);
   rd_kafka_destroy(rk);

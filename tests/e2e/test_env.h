@@ -133,6 +133,26 @@ std::vector<KafkaMessage> ConsumeUntil(
     const std::function<bool(const std::vector<KafkaMessage>&)>& done,
     int timeout_ms = 20000);
 
+// Reads topics from the beginning to their end as it is now: every
+// partition up to its high watermark (the last stable offset: the consumer
+// reads committed records only, librdkafka's default isolation level),
+// told by librdkafka's partition-EOF event. Returns as soon as all of it
+// is read, so "the whole topic" costs no quiet period (ConsumeAll with a
+// `want` never reached waits out its timeout). Call it once what it must
+// see is acknowledged (the producer stopped or confirmed past it). A topic
+// without partitions, or a partition not read to its end within
+// timeout_ms, fails the test; what was read is returned.
+// settle_ms > 0: a transactional topic's end is its last stable offset, and
+// a producer's commit returns before the broker wrote the commit markers
+// that move it; so it reads on until every partition's end is its high
+// watermark (nothing undecided) or settle_ms passed since all partitions
+// reached their end (a transaction left open by a SIGKILLed producer stays
+// undecided until the next one fences it).
+std::vector<KafkaMessage> ConsumeToEnd(const std::string& brokers,
+                                       const std::vector<std::string>& topics,
+                                       int timeout_ms = 60000,
+                                       int settle_ms = 0);
+
 // A child process (the relay binary) with its output in a log file.
 class Process {
  public:

@@ -467,7 +467,7 @@ TEST_F(FailoverE2ETest, ExactlyOnceTrustsTheCheckpointOnlyUpToTheFork) {
   ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
   uint64_t checkpoint = 0;
   for (const auto& m :
-       ConsumeAll(env_->kafka_brokers(), {checkpoint_topic}, 1000, 5000)) {
+       ConsumeToEnd(env_->kafka_brokers(), {checkpoint_topic}, 60000, 5000)) {
     checkpoint = std::max(
         checkpoint,
         ParseLsnText(m.value.substr(m.value.find("\"end_lsn\":\"") + 11)));
@@ -496,7 +496,7 @@ TEST_F(FailoverE2ETest, ExactlyOnceTrustsTheCheckpointOnlyUpToTheFork) {
   // The relay's next checkpoint records the new timeline.
   bool on_timeline_2 = false;
   for (const auto& m :
-       ConsumeAll(env_->kafka_brokers(), {checkpoint_topic}, 1000, 5000)) {
+       ConsumeToEnd(env_->kafka_brokers(), {checkpoint_topic}, 60000, 5000)) {
     on_timeline_2 |= m.value.find("\"timeline\":2") != std::string::npos;
   }
   EXPECT_TRUE(on_timeline_2);

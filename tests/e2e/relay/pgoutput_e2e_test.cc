@@ -1,8 +1,9 @@
 // outbox-relay with postgres.plugin: pgoutput, end to end, on every
-// PostgreSQL major the project supports (14 to 18): each test starts its own
-// cluster of that major with scripts/pg.sh (OUTBOX_PG_MAJOR; Debian's 15,
-// the npm registry's server binaries for the others) and shares the
-// fixture's Kafka. A major whose binaries cannot be had fails, never skips.
+// PostgreSQL major the project supports (14 to 18): one cluster of each
+// major for the binary (SharedPgClusters: scripts/pg.sh with
+// OUTBOX_PG_MAJOR; Debian's 15, the npm registry's server binaries for the
+// others), shared by its tests, and the fixture's Kafka. A major whose
+// binaries cannot be had fails, never skips.
 //
 // On 15, where both plugins exist, the same rows go through a wal2json relay
 // and a pgoutput relay and the records are compared byte for byte.
@@ -17,8 +18,7 @@ class PgOutputE2ETest : public RelayE2ETest,
                         public ::testing::WithParamInterface<int> {
  protected:
   std::string PgConninfo() override {
-    pg_dir_ = TempDir("pg" + std::to_string(GetParam())) + "/pg";
-    return StartPgCluster(GetParam(), pg_dir_);
+    return SharedPgClusters::Conninfo(GetParam());
   }
 
   void SetUp() override {
@@ -32,11 +32,12 @@ class PgOutputE2ETest : public RelayE2ETest,
 
   void TearDown() override {
     RelayE2ETest::TearDown();
-    db_.reset();
-    if (!pg_dir_.empty()) RunScript("pg.sh stop " + pg_dir_);
+    if (db_ != nullptr) {
+      db_->Query("DROP PUBLICATION IF EXISTS " + slot_ + "_pub")
+          .status()
+          .IgnoreError();
+    }
   }
-
-  std::string pg_dir_;
 };
 
 TEST_P(PgOutputE2ETest, ConcurrentWritersArriveExactlyAsCommitted) {

@@ -176,8 +176,10 @@ TEST_F(RelayCheckpointTopicTest,
       db_->Scalar("SELECT system_identifier::text FROM pg_control_system()") +
       "/" + slot_;
   Lsn newest = kInvalidLsn;
+  // The whole topic, read to its end (and on while a transaction on it is
+  // undecided, up to 5 s).
   for (const auto& msg :
-       ConsumeAll(env_->kafka_brokers(), {checkpoint_topic_}, 1000, 30000)) {
+       ConsumeToEnd(env_->kafka_brokers(), {checkpoint_topic_}, 60000, 5000)) {
     if (msg.key != key) continue;
     absl::StatusOr<Checkpoint> c = Checkpoint::Parse(msg.value);
     ASSERT_TRUE(c.ok()) << c.status();

@@ -39,6 +39,40 @@ inline std::string StartPgCluster(int major, const std::string& dir) {
   return "host=127.0.0.1 port=" + port + " user=postgres dbname=postgres";
 }
 
+// One PostgreSQL cluster per major for the whole test binary, started by
+// the first test that asks (StartPgCluster) and stopped when the binary
+// ends; its conninfo, or "" when it did not start. Tests on it keep to
+// their own tables, slots and publications (the fixture's unique names)
+// and change no server setting, so they share it: starting a cluster per
+// test cost a few seconds each (issue 35, the suite's time).
+class SharedPgClusters : public ::testing::Environment {
+ public:
+  static std::string Conninfo(int major) {
+    auto it = conninfo().find(major);
+    if (it != conninfo().end()) return it->second;
+    std::string dir = TempDir("pg" + std::to_string(major)) + "/pg";
+    std::string c = StartPgCluster(major, dir);
+    if (!c.empty()) dirs().push_back(dir);
+    conninfo()[major] = c;
+    return c;
+  }
+  void TearDown() override {
+    for (const auto& dir : dirs()) RunScript("pg.sh stop " + dir);
+  }
+
+ private:
+  static std::map<int, std::string>& conninfo() {
+    static auto* m = new std::map<int, std::string>();
+    return *m;
+  }
+  static std::vector<std::string>& dirs() {
+    static auto* d = new std::vector<std::string>();
+    return *d;
+  }
+};
+inline ::testing::Environment* const kSharedPgClusters =
+    ::testing::AddGlobalTestEnvironment(new SharedPgClusters);
+
 struct Event {
   std::string id, key, payload;
   int writer = 0, seq = 0;
