@@ -152,15 +152,14 @@ std::string AuditReport::ToJson() const {
     }
     sk += "}";
   }
-  return absl::StrCat("{\"committed\":", committed, ",\"records\":", records,
-                      ",\"delivered\":", delivered, ",\"missing\":", missing,
-                      ",\"duplicates\":", duplicates, ",\"unknown\":", unknown,
-                      ",\"misrouted\":", misrouted,
-                      ",\"order_violations\":", order_violations,
-                      ",\"skipped_by_operator\":", skipped_by_operator,
-                      ",\"examples\":[", ex, "],\"skipped\":[", sk, "]",
-                      rows.empty() ? "" : absl::StrCat(",\"rows\":\"", rows, "\""),
-                      "}");
+  return absl::StrCat(
+      "{\"committed\":", committed, ",\"records\":", records,
+      ",\"delivered\":", delivered, ",\"missing\":", missing,
+      ",\"duplicates\":", duplicates, ",\"unknown\":", unknown,
+      ",\"misrouted\":", misrouted, ",\"order_violations\":", order_violations,
+      ",\"skipped_by_operator\":", skipped_by_operator, ",\"examples\":[", ex,
+      "],\"skipped\":[", sk, "]",
+      rows.empty() ? "" : absl::StrCat(",\"rows\":\"", rows, "\""), "}");
 }
 
 }  // namespace outbox

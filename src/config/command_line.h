@@ -2,7 +2,8 @@
 // outbox-audit. Each tool accepts only its own commands and flags (see
 // kFlags in command_line.cc); the others are refused with one line.
 //
-//   PROGRAM [run|validate|status|republish|skip|advance|acls|from-debezium FILE]
+//   PROGRAM [run|validate|status|republish|skip|advance|acls|from-debezium
+//   FILE]
 //   [--config FILE]
 //   [--pg CONNINFO] [--kafka BROKERS]
 //           [--slot NAME] [--tables a,b] [--topic TEMPLATE]

@@ -293,7 +293,7 @@ class Relay {
   Record record_;
   bool in_transaction_ = false;
   bool was_paused_ = false;  // Paused() at the last ReadBatch()
-  bool ending_ = false;  // end_session answered true: end at a boundary
+  bool ending_ = false;      // end_session answered true: end at a boundary
   // Where the open transaction's commit record starts (from its Begin).
   Lsn txn_commit_lsn_ = kInvalidLsn;
   Lsn received_ = kInvalidLsn;

@@ -423,7 +423,7 @@ class RelaySupervisor {
   Clock* const clock_;
   ConfigReloader* const reload_;   // may be null
   SessionRestart* const restart_;  // never null
-  PauseControl* const pause_;  // null: never paused
+  PauseControl* const pause_;      // null: never paused
   Lifecycle lifecycle_;
   RelayConfig derived_;  // computed once by Configure()
   KafkaOptions kafka_;   // derived_'s, with the connection listener
