@@ -219,6 +219,57 @@ TEST_F(OperatorE2ETest, PoisonRowSkippedByOperatorOnTheRecord) {
   EXPECT_THAT(report, HasSubstr("reason: 2 MB payload; skip event " + poison));
 }
 
+// Paused, the relay holds the slot: a skip is accepted and recorded, and
+// the relay applies it when it resumes (it re-reads the operator's records
+// before reading further), in the same process: the poison event written
+// while paused is dropped, every other event arrives.
+TEST_F(OperatorE2ETest, ASkipRecordedWhilePausedAppliesAtResume) {
+  const std::string poison = "00000000-0000-4000-8000-0000000000dd";
+  const std::string token = "pause-token-for-skip";
+  std::ofstream(dir_ + "/token") << token << "\n";
+  StartRelay({"--set", "http.control.enabled=true", "--set",
+              "http.control.token_file=" + dir_ + "/token"});
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  const int port = WaitRelayHttpPort(*relay_);
+  ASSERT_GT(port, 0) << relay_->Output();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  const httplib::Headers auth = {{"Authorization", "Bearer " + token},
+                                 {"X-Outbox-By", "carol"}};
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 3, 2, 0, &committed, &rolled_back);
+  Audit(committed, rolled_back, committed.size());
+  auto res = client.Post("/pause", auth, httplib::Params{});
+  ASSERT_TRUE(res) << relay_->Output();
+  ASSERT_EQ(res->status, 200) << res->body;
+  // The poison event and more, written while paused: not read yet.
+  InsertHugeEvent(poison);
+  Write(2, 3, 2, 0, &committed, &rolled_back);
+  std::string out;
+  EXPECT_EQ(RunRelayCommand({"skip", "--event", poison, "--reason", "too large",
+                             "--by", "carol@ops"},
+                            &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("relay     paused: applied when it resumes"));
+  res = client.Post("/resume", auth, httplib::Params{});
+  ASSERT_TRUE(res) << relay_->Output();
+  ASSERT_EQ(res->status, 200) << res->body;
+  Audit(committed, rolled_back, committed.size());
+  EXPECT_TRUE(WaitApplied()) << relay_->Output();
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("event skipped by operator event_id=" + poison));
+  EXPECT_TRUE(relay_->Running()) << relay_->Output();
+  EXPECT_THAT(relay_->Output(), Not(HasSubstr("session ended")));
+  std::string report;
+  EXPECT_EQ(RunOutboxAudit({"--set", "postgres.slot=" + slot_}, &report), 0)
+      << report;
+  EXPECT_THAT(report, HasSubstr("missing            0"));
+  EXPECT_THAT(report, HasSubstr("skipped by operator " + poison +
+                                " (by carol@ops, at "));
+}
+
 TEST_F(OperatorE2ETest, AdvanceSkipsExactlyTheEventsCommittedBeforeTheTarget) {
   StartRelay();
   ASSERT_TRUE(WaitActive()) << relay_->Output();

@@ -420,8 +420,9 @@ TEST_F(PauseE2ETest, PauseKeepsTheSlotAndResumeDeliversEverything) {
 }
 
 // Two instances: a pause asked of the standby's endpoint pauses the active
-// one (it re-reads the pair's record); killed (-9) while paused, the
-// standby takes the slot and stays paused; resumed, every event arrives.
+// one (it re-reads the pair's record); a third instance started after the
+// pause takes the slot when both are killed (-9) and comes up paused, from
+// the record alone; resumed, every event arrives.
 TEST_F(PauseE2ETest, AStandbyPausesThePairAndTakesOverPaused) {
   std::unique_ptr<Process> a = StartInstance("a", ControlArgs());
   ASSERT_TRUE(WaitActive()) << a->Output();
@@ -444,28 +445,39 @@ TEST_F(PauseE2ETest, AStandbyPausesThePairAndTakesOverPaused) {
   const int64_t at_pause = TopicCount();
   ASSERT_GT(at_pause, 0);
 
+  // A third instance, started after the pause: it never handled a request,
+  // so only the pair's record can tell it. A and B are killed (-9); C takes
+  // the slot and must come up paused.
+  std::unique_ptr<Process> c = StartInstance("c", ControlArgs());
+  ASSERT_TRUE(
+      WaitUntil([&] { return Count(c->Output(), "in use") > 0; }, 30000))
+      << c->Output();
+  ASSERT_GT(WaitRelayHttpPort(*c), 0) << c->Output();
   const std::string pid = ActivePid();
+  b->Signal(SIGKILL);
+  b->Wait(10000);
   a->Signal(SIGKILL);
   a->Wait(10000);
   ASSERT_TRUE(WaitUntil(
       [&] {
         const std::string now = ActivePid();
-        return !now.empty() && now != pid && Active(*b);
+        return !now.empty() && now != pid && Active(*c);
       },
       60000))
-      << b->Output();
-  EXPECT_THAT(StatusJson(*b), HasSubstr("\"paused\":true"));
-  ASSERT_TRUE(WaitUntil([&] { return Drained(*b); }, 60000))
-      << StatusJson(*b) << b->Output();
-  HoldPaused(*b, 5000);
+      << c->Output();
+  EXPECT_THAT(StatusJson(*c), HasSubstr("\"paused\":true"));
+  EXPECT_THAT(StatusJson(*c), HasSubstr("\"paused_by\":\"bob\""));
+  ASSERT_TRUE(WaitUntil([&] { return Drained(*c); }, 60000))
+      << StatusJson(*c) << c->Output();
+  HoldPaused(*c, 5000);
   if (HasFatalFailure()) return;
   EXPECT_EQ(TopicCount(), at_pause) << "events reached Kafka while paused";
 
-  body = Post(*b, "/resume", kToken, "bob", "", &code);
+  body = Post(*c, "/resume", kToken, "bob", "", &code);
   ASSERT_EQ(code, 200) << body;
   StopWriter();
   const int duplicates = Audit(committed_, rolled_back_, committed_.size());
-  std::cerr << "pair paused through the standby, active killed: "
+  std::cerr << "pair paused through the standby, taken over paused: "
             << committed_.size() << " events, " << duplicates
             << " duplicates\n";
 }
