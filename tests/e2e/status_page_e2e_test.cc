@@ -8,8 +8,10 @@
 // docs/status-page.png is made).
 #include <httplib.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -115,8 +117,8 @@ int64_t DeliveredNow(httplib::Client& client, const char* need = nullptr) {
 class StatusPageE2ETest : public RelayE2ETest {
  protected:
   // Starts the relay, waits until it streams and finds its HTTP port.
-  void StartAndFindPort() {
-    StartRelay();
+  void StartAndFindPort(std::vector<std::string> extra = {}) {
+    StartRelay(std::move(extra));
     ASSERT_TRUE(WaitActive()) << relay_->Output();
     port_ = WaitRelayHttpPort(*relay_);
     ASSERT_GT(port_, 0) << relay_->Output();
@@ -221,6 +223,37 @@ TEST_F(StatusPageE2ETest, RendersLiveFiguresInAHeadlessBrowser) {
 // A Kafka outage as an operator sees it: the producer's own view of its
 // brokers, and the error with its time; then the state back to producing
 // once deliveries resume.
+// A SIGHUP whose configuration is refused: the page says so, and that the
+// relay runs on the previous one (docs/operations/reload.md).
+TEST_F(StatusPageE2ETest, ShowsARefusedReload) {
+  if (!std::filesystem::exists(kChromium)) {
+    GTEST_SKIP() << kChromium << " is not installed (scripts/setup.sh)";
+  }
+  const std::string config = dir_ + "/relay.yaml";
+  std::ofstream(config) << "log:\n  level: info\n";
+  StartAndFindPort({"--config", config});
+  const std::string before = browser_->DumpDom("before-reload");
+  EXPECT_THAT(before, HasSubstr("id=\"reload\" class=\"badge bad\" hidden"))
+      << before;
+  std::ofstream(config, std::ios::trunc) << "log:\n  levle: info\n";
+  relay_->Signal(SIGHUP);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return relay_->Output().find("configuration reload refused") !=
+               std::string::npos;
+      },
+      60000))
+      << relay_->Output();
+  const std::string after = browser_->DumpDom("after-reload");
+  EXPECT_THAT(ElementText(after, "reload"),
+              HasSubstr("configuration reload invalid: "))
+      << after;
+  EXPECT_THAT(ElementText(after, "reload"), HasSubstr("levle")) << after;
+  EXPECT_THAT(ElementText(after, "reload"),
+              HasSubstr("(still running on the previous one)"));
+  EXPECT_TRUE(relay_->Running());
+}
+
 TEST_F(StatusPageE2ETest, ShowsAKafkaOutageAndTheRecovery) {
   if (!std::filesystem::exists(kChromium)) {
     GTEST_SKIP() << kChromium << " is not installed (scripts/setup.sh)";
