@@ -107,12 +107,17 @@ std::vector<KafkaAcl> KafkaAcls(const Config& c, AclClient client) {
                          "transaction, read the last one at start, check "
                          "its cleanup.policy, create it when missing");
       }
-      if (marker) {
-        AddInternalTopic(&list, c.kafka.state_topic,
-                         "postgres.slot_marker kafka: read and write the slot "
-                         "marker, check the topic's cleanup.policy, create "
-                         "it when missing");
-      }
+      // Every session reads the operator's records (skip, advance, pause)
+      // and writes an applied one: the state topic whatever the marker.
+      AddInternalTopic(
+          &list, c.kafka.state_topic,
+          marker ? "postgres.slot_marker kafka: read and write the slot "
+                   "marker; every session: read the operator's skip, advance "
+                   "and pause records, write what it applied; check the "
+                   "topic's cleanup.policy, create it when missing"
+                 : "every session: read the operator's skip, advance and "
+                   "pause records, write what it applied; check the topic's "
+                   "cleanup.policy, create it when missing");
       if (c.kafka.exactly_once) {
         if (c.kafka.transactional_id.empty()) {
           list.Add("transactional-id", kDerivedTransactionalIdPrefix, true,
@@ -126,11 +131,9 @@ std::vector<KafkaAcl> KafkaAcls(const Config& c, AclClient client) {
                    "kafka.exactly_once: the transactional producer");
         }
       }
-      if (c.kafka.exactly_once || marker) {
-        list.Add("group", kReaderGroup, false, {"Read"},
-                 "the reader of the checkpoint and state topics (assigns "
-                 "partitions, commits nothing)");
-      }
+      list.Add("group", kReaderGroup, false, {"Read"},
+               "the reader of the checkpoint and state topics (assigns "
+               "partitions, commits nothing)");
       break;
     }
     case AclClient::kRepublish:

@@ -32,21 +32,29 @@ std::vector<std::string> Summary(const std::vector<KafkaAcl>& acls) {
   return out;
 }
 
-TEST(KafkaAclsTest, AtLeastOnceWritesTheEventTopicsOnly) {
+// The state topic whatever the marker: every session reads the operator's
+// records (skip, advance, pause) and writes what it applied.
+TEST(KafkaAclsTest, AtLeastOnceWritesTheEventTopicsAndReadsTheOperators) {
   Config c = MustLoad({});
-  EXPECT_THAT(Summary(KafkaAcls(c, AclClient::kRelay)),
-              ::testing::ElementsAre("topic outbox.event.* Write,Describe"));
+  EXPECT_THAT(
+      Summary(KafkaAcls(c, AclClient::kRelay)),
+      ::testing::ElementsAre(
+          "topic outbox.event.* Write,Describe",
+          "topic outbox.relay.state Read,Write,Describe,DescribeConfigs,Create",
+          "group outbox-relay-checkpoint-reader Read"));
 }
 
 TEST(KafkaAclsTest, ExactlyOnceAddsCheckpointTransactionalIdAndGroup) {
   Config c = MustLoad({"--set", "kafka.exactly_once=true"});
   EXPECT_THAT(
       Summary(KafkaAcls(c, AclClient::kRelay)),
-      ::testing::ElementsAre("topic outbox.event.* Write,Describe",
-                             "topic outbox.relay.checkpoints "
-                             "Read,Write,Describe,DescribeConfigs,Create",
-                             "transactional-id outbox-relay-* Write,Describe",
-                             "group outbox-relay-checkpoint-reader Read"));
+      ::testing::ElementsAre(
+          "topic outbox.event.* Write,Describe",
+          "topic outbox.relay.checkpoints "
+          "Read,Write,Describe,DescribeConfigs,Create",
+          "topic outbox.relay.state Read,Write,Describe,DescribeConfigs,Create",
+          "transactional-id outbox-relay-* Write,Describe",
+          "group outbox-relay-checkpoint-reader Read"));
   c = MustLoad({"--set", "kafka.exactly_once=true", "--set",
                 "kafka.transactional_id=relay-a"});
   EXPECT_THAT(Summary(KafkaAcls(c, AclClient::kRelay)),
@@ -78,10 +86,14 @@ TEST(KafkaAclsTest, TemplatesMessagesAndTopicRegex) {
                        "outbox.messages.topic=msg.{type}", "--set",
                        "outbox.topic_regex=(.*)", "--set",
                        "outbox.topic_replacement=routed.$1"});
-  EXPECT_THAT(Summary(KafkaAcls(c, AclClient::kRelay)),
-              ::testing::ElementsAre("topic * Write,Describe",
-                                     "topic msg.* Write,Describe",
-                                     "topic routed.* Write,Describe"));
+  EXPECT_THAT(
+      Summary(KafkaAcls(c, AclClient::kRelay)),
+      ::testing::ElementsAre(
+          "topic * Write,Describe", "topic msg.* Write,Describe",
+          "topic routed.* Write,Describe",
+          "topic outbox.relay.state Read,Write,Describe,DescribeConfigs,Create",
+          "group outbox-relay-checkpoint-reader "
+          "Read"));
 }
 
 TEST(KafkaAclsTest, ReadersReadTheEventTopics) {

@@ -127,18 +127,27 @@ std::string KafkaAclsE2ETest::plaintext_;
 std::string KafkaAclsE2ETest::sasl_;
 
 TEST_F(KafkaAclsE2ETest, AtLeastOnceRunsWithExactlyThePrintedAcls) {
-  const std::vector<std::string> args = AsRelay({});
+  const std::string state = "state-" + UniqueName("alo");
+  const std::vector<std::string> args =
+      AsRelay({"--set", "kafka.state_topic=" + state});
   const std::vector<std::string> acls = PrintedAcls(args);
-  // The event topic, and nothing else.
-  ASSERT_EQ(acls.size(), 1u) << absl::StrJoin(acls, "\n");
+  // The event topic, the state topic (the operator's records, read at every
+  // session start) and its reader's group.
+  const std::string all = absl::StrJoin(acls, "\n");
+  ASSERT_EQ(acls.size(), 3u) << all;
   EXPECT_THAT(acls[0], HasSubstr("--allow-principal User:relay --operation "
                                  "Write --operation Describe --topic " +
                                  topic_));
+  EXPECT_THAT(all, HasSubstr("--topic " + state));
+  EXPECT_THAT(all, HasSubstr("--group outbox-relay-checkpoint-reader"));
   ASSERT_TRUE(CreateTopic(plaintext_, topic_, 1, {}).ok());
   Grant(acls);
   relay_ = Process::Start(args, dir_ + "/relay.log");
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   WriteAndExpectDelivered();
+  // It could read the operator's records with exactly these ACLs.
+  EXPECT_THAT(relay_->Output(),
+              Not(HasSubstr("cannot read the operator's skip and advance")));
   relay_->Signal(SIGTERM);
   EXPECT_EQ(relay_->Wait(30000), 0) << relay_->Output();
 }
