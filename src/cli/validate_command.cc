@@ -18,6 +18,7 @@
 #include "poller/libpq_outbox_store.h"
 #include "poller/supervisor.h"
 #include "relay/relay_config.h"
+#include "relay/stored_slot_marker.h"
 
 namespace outbox {
 namespace {
@@ -38,6 +39,12 @@ std::vector<StartupCheck> RelayPostgresChecks(const Config& config,
   ReplicationOptions options = plan.derived.stream;
   options.plugin = plugin->get();
   options.application_name = "outbox-relay validate";
+  // The slot marker (postgres.slot_marker): a missing slot the relay
+  // streamed from before is refused as the relay refuses it.
+  absl::StatusOr<std::unique_ptr<StoredSlotMarker>> marker =
+      OpenSlotMarker(config, plan.derived.kafka);
+  if (!marker.ok()) return {{"slot marker", marker.status(), ""}};
+  options.slot_marker = marker->get();
   return LibpqReplicationStream::Inspect(options);
 }
 

@@ -73,7 +73,8 @@ LibpqReplicationStream::Connect(const ReplicationOptions& options) {
 std::vector<StartupCheck> LibpqReplicationStream::Inspect(
     ReplicationOptions options) {
   options.read_only = true;
-  options.slot_marker = nullptr;  // nothing recorded
+  // options.slot_marker, when set, is asked CheckCreate() for a missing
+  // slot (as Connect() asks it); Record() is Start()'s, never reached here.
   std::vector<StartupCheck> out;
   absl::StatusOr<std::unique_ptr<PgConnection>> conn = Open(options);
   if (!conn.ok()) {

@@ -30,7 +30,9 @@
 // Inspect() (`outbox-relay validate --connect`) runs the same checks with
 // ReplicationOptions::read_only, each as its own line, and never takes the
 // slot: it creates, alters and records nothing (no slot, no publication, no
-// failover, no marker) and reports what Connect() would do about them.
+// failover, no marker) and reports what Connect() would do about them. A
+// missing slot is checked against the slot marker when one is given (its
+// CheckCreate(): the refusal Connect() would return).
 //
 // Threading: one thread owns an instance. Connection plumbing is
 // PgConnection's; this is the only file that drives the CopyBoth stream.

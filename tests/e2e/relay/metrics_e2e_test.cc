@@ -336,6 +336,16 @@ TEST_F(ValidateE2ETest, ConnectChecksTheServersWithoutTakingTheSlot) {
                              "confirmed_flush_lsn " +
                              confirmed));
   EXPECT_EQ(ConfirmedFlush(), confirmed);
+
+  // The slot dropped behind the relay's back: its marker (postgres.state_dir)
+  // makes the relay refuse to create it anew, and validate says so.
+  db_->Exec("SELECT pg_drop_replication_slot('" + slot_ + "')");
+  EXPECT_EQ(Validate({"--connect"}, &out), 3) << out;
+  EXPECT_THAT(out,
+              MatchesRegex("(.|\n)*\nFAIL slot: replication slot \"" + slot_ +
+                           "\" does not exist, but this relay streamed "
+                           "from it before[^\n]*\n(.|\n)*"));
+  EXPECT_EQ(SlotCount(), 0) << "validate created the slot";
 }
 
 TEST_F(ValidateE2ETest, ConnectFailsWithOneLinePerProblem) {
