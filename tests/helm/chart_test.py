@@ -508,6 +508,12 @@ def check_expectations(name, docs, exp):
                     {"name": name, "mountPath": path, "readOnly": True}
                     not in container["volumeMounts"]):
                 errors.append("volume %s not mounted at %s" % (name, path))
+        # The validate init container sees what the daemon reads: with a
+        # state volume (the file slot marker), that volume too.
+        for init in pod.get("initContainers", []):
+            for m in container["volumeMounts"]:
+                if m not in init["volumeMounts"]:
+                    errors.append("init container %s lacks the mount %s" % (init["name"], m))
         if "env" in exp and exp["env"] not in [e["name"] for e in container.get("env", [])]:
             errors.append("no environment variable %s" % exp["env"])
     if exp.get("secret") and not any(d["kind"] == "Secret" for d in docs):
