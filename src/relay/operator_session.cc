@@ -1,10 +1,21 @@
 #include "relay/operator_session.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "kafka/operator_records.h"
 
 namespace outbox {
+namespace {
+
+// Each Kafka call of a session's operator records waits at most this long:
+// they are read before the session streams (Kafka down: this session drops
+// nothing, the next one reads them), so an outage delays the stream by
+// seconds, not by kafka.flush_timeout_ms per call.
+constexpr int64_t kOperatorRecordsTimeoutMs = 5000;
+
+}  // namespace
 
 OperatorSession::OperatorSession(const Config& config,
                                  const KafkaOptions& kafka,
@@ -15,7 +26,8 @@ OperatorSession::OperatorSession(const Config& config,
       records_(kafka, config.kafka.state_topic,
                ControlPair(config.postgres.slot_marker_id, system_id),
                config.postgres.slot,
-               static_cast<int>(config.kafka.flush_timeout_ms),
+               static_cast<int>(std::min<int64_t>(config.kafka.flush_timeout_ms,
+                                                  kOperatorRecordsTimeoutMs)),
                config.kafka.internal_topics) {}
 
 void OperatorSession::Load() {

@@ -95,9 +95,16 @@ class RelaySupervisor {
         continue;
       }
       if (stop_.load()) break;  // the session ends unstreamed
+      // The operator's skips and advances, read before the session is
+      // active and anything is read or produced (a Kafka outage then
+      // delays the activation, never the reading of a streaming session).
+      OperatorSession operator_actions(
+          config_, kafka_, session->stream->server().system_id, metrics_);
+      operator_actions.Load();
       holds_slot_ = true;
       lifecycle_.Activate();
-      SessionEnd end = Stream(*session);  // active, then draining
+      // Active, then draining.
+      SessionEnd end = Stream(*session, operator_actions);
       holds_slot_ = false;
       // Drained cleanly for a restart (a failed end is disposed of first).
       if (end.status.ok() && restart_->pending() && !stop_.load()) {
@@ -256,7 +263,7 @@ class RelaySupervisor {
   }
 
   // Active: streams until the session ends, draining as it does.
-  SessionEnd Stream(Session& session) {
+  SessionEnd Stream(Session& session, OperatorSession& operator_actions) {
     const ServerInfo& server = session.stream->server();
     SessionEnd end;
     end.stage = SessionStage::kStream;
@@ -279,10 +286,6 @@ class RelaySupervisor {
     pipeline.heartbeat_nonce = heartbeat_nonce_;
     pipeline.on_draining = [this] { lifecycle_.Drain(); };
     pipeline.end_session = [this] { return EndSessionRequested(); };
-    // The operator's skips and advances, read before anything is produced.
-    OperatorSession operator_actions(config_, kafka_, server.system_id,
-                                     metrics_);
-    operator_actions.Load();
     operator_actions.Attach(&pipeline);
     pipeline.on_resume = [&operator_actions] { operator_actions.Load(); };
     Relay relay(pipeline, session.stream.get(), decoder.get(), router_.get(),
