@@ -3,11 +3,13 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -129,6 +131,63 @@ absl::Status CheckpointTopicError(const std::string& topic, int err,
 
 namespace {
 
+constexpr std::chrono::milliseconds kMetadataRetry(200);
+
+// The number of partitions of `topic`, from the metadata. NotFound when the
+// topic does not exist and !topic_exists. A topic known to exist that the
+// metadata does not show yet (created a moment ago: the brokers learn of it
+// asynchronously; or stale metadata after a restart), or whose partitions
+// have no leader yet, is asked again until timeout_ms has passed.
+absl::StatusOr<int> TopicPartitions(rd_kafka_t* rk, const std::string& topic,
+                                    int timeout_ms, absl::string_view what,
+                                    bool topic_exists) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const int metadata_wait =
+        static_cast<int>(std::max<int64_t>(left.count(), 1));
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+    const rd_kafka_resp_err_t e =
+        rd_kafka_metadata(rk, 0, rkt, &md, metadata_wait);
+    rd_kafka_topic_destroy(rkt);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
+    }
+    absl::Status status =
+        md->topic_cnt == 0
+            ? TopicError(what, topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+                         topic_exists)
+            : TopicError(what, topic, md->topics[0].err, topic_exists);
+    int partitions = 0;
+    if (status.ok()) {
+      partitions = md->topics[0].partition_cnt;
+      for (int p = 0; p < partitions && status.ok(); ++p) {
+        if (md->topics[0].partitions[p].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          status = TopicError(what, topic, md->topics[0].partitions[p].err,
+                              topic_exists);
+        }
+      }
+      if (status.ok() && partitions == 0) {
+        status = absl::UnavailableError(
+            absl::StrCat("the ", what, " ", topic, " has no partitions yet"));
+      }
+    }
+    rd_kafka_metadata_destroy(md);
+    if (status.ok()) return partitions;
+    // Only "not there yet" is asked again: a missing ACL or a topic that
+    // does not exist answers at once.
+    if (!absl::IsUnavailable(status) ||
+        std::chrono::steady_clock::now() + kMetadataRetry >= deadline) {
+      return status;
+    }
+    std::this_thread::sleep_for(kMetadataRetry);
+  }
+}
+
 // Every keyed record in `topic`, in offset order within a partition, to
 // on_value (its key; nullopt for a tombstone), read as
 // ReadCheckpoint's comment says: to the high watermark, never stopping at a
@@ -149,39 +208,13 @@ absl::Status ReadKeyedValues(
   if (!reader.ok()) return reader.status();
   rd_kafka_t* rk = reader->get();
 
-  const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_topic_t* rkt =
-      rd_kafka_topic_new(probe->get(), topic.c_str(), nullptr);
-  rd_kafka_resp_err_t e =
-      rd_kafka_metadata(probe->get(), 0, rkt, &md, timeout_ms);
-  rd_kafka_topic_destroy(rkt);
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
-  }
-  absl::Status topic_status =
-      md->topic_cnt == 0
-          ? TopicError(what, topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
-                       topic_exists)
-          : TopicError(what, topic, md->topics[0].err, topic_exists);
-  int partitions = 0;
-  if (topic_status.ok()) {
-    partitions = md->topics[0].partition_cnt;
-    for (int p = 0; p < partitions && topic_status.ok(); ++p) {
-      if (md->topics[0].partitions[p].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        topic_status = TopicError(what, topic, md->topics[0].partitions[p].err,
-                                  topic_exists);
-      }
-    }
-    if (topic_status.ok() && partitions == 0) {
-      topic_status = absl::UnavailableError(
-          absl::StrCat("the ", what, " ", topic, " has no partitions yet"));
-    }
-  }
-  rd_kafka_metadata_destroy(md);
+  absl::StatusOr<int> described =
+      TopicPartitions(probe->get(), topic, timeout_ms, what, topic_exists);
   // Only a topic that does not exist means "nothing recorded yet".
-  if (absl::IsNotFound(topic_status)) return absl::OkStatus();
-  if (!topic_status.ok()) return topic_status;
+  if (absl::IsNotFound(described.status())) return absl::OkStatus();
+  if (!described.ok()) return described.status();
+  const int partitions = *described;
+  rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
 
   rd_kafka_topic_partition_list_t* list =
       rd_kafka_topic_partition_list_new(partitions);
