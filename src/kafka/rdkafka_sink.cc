@@ -77,6 +77,11 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
       {"queue.buffering.max.kbytes", "1048576"},
       {"socket.keepalive.enable", "true"},
       {"reconnect.backoff.max.ms", "2000"},
+      // A topic the metadata does not show is taken for missing after 5 s
+      // (librdkafka's default: 30 s): the session then ends on it, and the
+      // relay says so, creates it (kafka.topic_creation) or retries, losing
+      // nothing; a topic only slow to propagate just costs a retry.
+      {"topic.metadata.propagation.max.ms", "5000"},
       {"client.id", "outbox-relay"},
   };
   if (!options.brokers.empty()) props["bootstrap.servers"] = options.brokers;

@@ -162,9 +162,10 @@ TEST_F(KafkaTopicAccessE2ETest, AMissingAclStallsUntilItIsGranted) {
 // to report, though it never delivers to that topic itself. Its gauge went
 // on saying 1 (and the alert firing) for as long as it stayed standby.
 TEST_F(KafkaTopicAccessE2ETest, ABlockedInstanceThatBecomesStandbyClearsIt) {
-  // A: blocked, then waiting a minute before it tries the slot again.
-  StartRelayOn(false, {"--set", "postgres.reconnect_backoff_initial_ms=60000",
-                       "--set", "postgres.reconnect_backoff_max_ms=60000"});
+  // A: blocked, then waiting 20 s before it tries the slot again: B,
+  // started once A let the slot go, takes it first.
+  StartRelayOn(false, {"--set", "postgres.reconnect_backoff_initial_ms=20000",
+                       "--set", "postgres.reconnect_backoff_max_ms=20000"});
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   const std::string id = "00000000-0000-4000-8000-000000003213";
   InsertEvent(id);
