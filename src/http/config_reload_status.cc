@@ -31,11 +31,23 @@ ConfigReloadStatus::ConfigReloadStatus(prometheus::Registry& registry,
            .Register(registry)
            .Add({});
   last_success_->Set(static_cast<double>(clock_->UnixMicros()) / 1e6);
+  last_successful_ =
+      &prometheus::BuildGauge()
+           .Name(absl::StrCat(metric_prefix, "_config_last_reload_successful"))
+           .Help(
+               "1 when the last configuration load succeeded (the start, "
+               "or the last SIGHUP), 0 when the last SIGHUP's was refused "
+               "and the process runs on an older configuration than its "
+               "file.")
+           .Register(registry)
+           .Add({});
+  last_successful_->Set(1);
 }
 
 void ConfigReloadStatus::Succeeded(absl::string_view result) {
   const int64_t now_us = clock_->UnixMicros();
   last_success_->Set(static_cast<double>(now_us) / 1e6);
+  last_successful_->Set(1);
   std::lock_guard<std::mutex> lock(mu_);
   last_ = StatusSnapshot::ConfigReload{true, std::string(result), "",
                                        now_us / 1000};
@@ -44,6 +56,7 @@ void ConfigReloadStatus::Succeeded(absl::string_view result) {
 void ConfigReloadStatus::Failed(absl::string_view result,
                                 absl::string_view error) {
   failures_->Increment();
+  last_successful_->Set(0);
   std::lock_guard<std::mutex> lock(mu_);
   last_ = StatusSnapshot::ConfigReload{false, std::string(result),
                                        std::string(error),

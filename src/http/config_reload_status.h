@@ -5,6 +5,8 @@
 //   <prefix>_config_last_reload_success_timestamp_seconds the Unix time of
 //       the last reload that was read without error (applied or unchanged);
 //       the process start until then
+//   <prefix>_config_last_reload_successful               1, or 0 while the
+//       last SIGHUP's configuration was refused
 // and "config_reload" in /status.json ({"ok", "result", "error",
 // "at_unix_ms"}), absent until the first SIGHUP.
 //
@@ -52,6 +54,7 @@ class ConfigReloadStatus {
   const Clock* const clock_;
   prometheus::Counter* failures_;
   prometheus::Gauge* last_success_;
+  prometheus::Gauge* last_successful_;
   mutable std::mutex mu_;
   std::optional<StatusSnapshot::ConfigReload> last_ ABSL_GUARDED_BY(mu_);
 };

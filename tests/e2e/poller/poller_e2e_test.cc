@@ -305,8 +305,11 @@ TEST_F(PollerE2ETest, SighupReloadsTheConfiguration) {
       },
       60000))
       << poller->Output();
-  EXPECT_THAT(ScrapeMetrics(*poller),
+  const std::string refused = ScrapeMetrics(*poller);
+  EXPECT_THAT(refused,
               HasSubstr("outbox_poller_config_reload_failures_total 1"));
+  EXPECT_THAT(refused,
+              HasSubstr("outbox_poller_config_last_reload_successful 0"));
 
   Insert(2000, 5, 101);
   write_config("outbox.reloaded.{aggregatetype}", "");
@@ -318,6 +321,8 @@ TEST_F(PollerE2ETest, SighupReloadsTheConfiguration) {
       },
       60000))
       << poller->Output();
+  EXPECT_THAT(ScrapeMetrics(*poller),
+              HasSubstr("outbox_poller_config_last_reload_successful 1"));
   const auto before = Rows();
   Insert(100, 5, 2101);
   ASSERT_TRUE(WaitAllSent()) << poller->Output();
@@ -343,7 +348,9 @@ TEST_F(PollerE2ETest, SighupReloadsTheConfiguration) {
     ASSERT_EQ(rows.count(id), 1u);
     if (m.topic == topic2) ++on_new;
     // Inserted after the reload was applied: only the new topic.
-    if (before.count(id) == 0) EXPECT_EQ(m.topic, topic2) << id;
+    if (before.count(id) == 0) {
+      EXPECT_EQ(m.topic, topic2) << id;
+    }
   }
   EXPECT_EQ(ids.size(), rows.size()) << "rows missing from Kafka";
   EXPECT_EQ(duplicates, 0);

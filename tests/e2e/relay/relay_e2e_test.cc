@@ -610,6 +610,8 @@ TEST_F(RelayReloadTest, SighupWithAnInvalidConfigKeepsRunningAndSaysWhy) {
   EXPECT_THAT(status, HasSubstr("topicc"));
   EXPECT_EQ(RelayMetric(*relay_, "outbox_relay_config_reload_failures_total"),
             1);
+  EXPECT_EQ(RelayMetric(*relay_, "outbox_relay_config_last_reload_successful"),
+            0);
 
   WriteConfig(good + "log:\n  format: json\n");
   relay_->Signal(SIGHUP);
@@ -627,6 +629,8 @@ TEST_F(RelayReloadTest, SighupWithAnInvalidConfigKeepsRunningAndSaysWhy) {
       << relay_->Output();
   EXPECT_THAT(StatusJson(), HasSubstr("\"config_reload\":{\"ok\":true,"
                                       "\"result\":\"unchanged\""));
+  EXPECT_EQ(RelayMetric(*relay_, "outbox_relay_config_last_reload_successful"),
+            1);
   EXPECT_GE(RelayMetric(*relay_,
                         "outbox_relay_config_last_reload_success_timestamp_"
                         "seconds"),
