@@ -219,6 +219,52 @@ TEST_F(OperatorE2ETest, PoisonRowSkippedByOperatorOnTheRecord) {
   EXPECT_THAT(report, HasSubstr("reason: 2 MB payload; skip event " + poison));
 }
 
+// The same skip under exactly once, with pgoutput: the halt aborted the
+// Kafka transaction around the poison event; the next session replays from
+// the checkpoint, drops exactly that event inside its Kafka transaction and
+// commits the rest. A read_committed reader sees every other event once.
+TEST_F(OperatorE2ETest, ExactlyOnceWithPgoutputDropsOnlyTheSkippedEvent) {
+  extra_relay_args_ = {"--set", "postgres.plugin=pgoutput",
+                       "--set", "postgres.publication=" + slot_ + "_pub",
+                       "--set", "kafka.exactly_once=true",
+                       "--set", "kafka.checkpoint_topic=" + UniqueName("cp")};
+  const std::string poison = "00000000-0000-4000-8000-0000000000ee";
+  StartRelay();
+  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  std::vector<Event> committed;
+  std::vector<std::string> rolled_back;
+  Write(1, 3, 2, 0, &committed, &rolled_back);
+  InsertHugeEvent(poison);
+  Write(2, 3, 2, 0, &committed, &rolled_back);  // held behind the poison
+  EXPECT_EQ(relay_->Wait(60000), 4) << relay_->Output();
+  std::string out;
+  EXPECT_EQ(
+      RunRelayCommand({"skip", "--event", poison, "--by", "dave@ops"}, &out), 0)
+      << out;
+  StartRelay();
+  EXPECT_TRUE(WaitApplied()) << relay_->Output();
+  EXPECT_THAT(relay_->Output(),
+              HasSubstr("event skipped by operator event_id=" + poison));
+  ExpectConfirmedReachesCurrentWal(60000);
+  EXPECT_TRUE(relay_->Running()) << relay_->Output();
+  std::string report;
+  EXPECT_EQ(
+      RunOutboxAudit({"--set", "postgres.slot=" + slot_, "--read-committed"},
+                     &report),
+      0)
+      << report;
+  EXPECT_THAT(report, HasSubstr("missing            0"));
+  EXPECT_THAT(report, HasSubstr("duplicates         0"));
+  EXPECT_THAT(report, HasSubstr("skipped by operator " + poison +
+                                " (by dave@ops, at "));
+  std::cerr << report;
+  relay_->Signal(SIGTERM);
+  EXPECT_EQ(relay_->Wait(60000), 0) << relay_->Output();
+  db_->Query("DROP PUBLICATION IF EXISTS " + slot_ + "_pub")
+      .status()
+      .IgnoreError();
+}
+
 // Paused, the relay holds the slot: a skip is accepted and recorded, and
 // the relay applies it when it resumes (it re-reads the operator's records
 // before reading further), in the same process: the poison event written
