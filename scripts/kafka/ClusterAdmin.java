@@ -23,6 +23,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.errors.GroupIdNotFoundException;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
 import org.apache.kafka.common.utils.Utils;
 
@@ -45,12 +46,7 @@ public class ClusterAdmin {
           System.out.println(coordinator(admin, args[2]));
           break;
         case "warm":
-          try {
-            admin.describeConsumerGroups(List.of("outbox-cluster-warm")).all().get();
-          } catch (ExecutionException e) {  // 4.x: an unknown group is an error
-            if (!(e.getCause() instanceof GroupIdNotFoundException)) throw e;
-          }
-          coordinator(admin, "outbox-cluster-warm");
+          warm(admin);
           System.out.println("ok");
           break;
         default:
@@ -60,6 +56,29 @@ public class ClusterAdmin {
     } catch (ExecutionException e) {
       System.err.println("error: " + e.getCause());
       System.exit(1);
+    }
+  }
+
+  // Creates both internal topics. Just created, a topic may be unknown to
+  // the broker asked next (its metadata is on the way: a retriable error)
+  // or have no leader yet: asked again every half second, for 2 minutes.
+  static void warm(Admin admin) throws Exception {
+    final long deadline = System.nanoTime() + 120_000_000_000L;
+    for (;;) {
+      try {
+        try {
+          admin.describeConsumerGroups(List.of("outbox-cluster-warm")).all().get();
+        } catch (ExecutionException e) {  // 4.x: an unknown group is an error
+          if (!(e.getCause() instanceof GroupIdNotFoundException)) throw e;
+        }
+        coordinator(admin, "outbox-cluster-warm");
+        return;
+      } catch (ExecutionException | IllegalStateException e) {
+        final boolean retriable = e instanceof IllegalStateException
+            || e.getCause() instanceof RetriableException;
+        if (!retriable || System.nanoTime() > deadline) throw e;
+        Thread.sleep(500);
+      }
     }
   }
 
