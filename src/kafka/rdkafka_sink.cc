@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -144,9 +143,7 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
 }
 
 // init_transactions in slices of a second, so a stop is seen: a call that
-// timed out resumes where it was, and one that failed retriably (a broker
-// just started, still loading its transaction coordinator) is made again
-// (librdkafka: call it again), until transaction_timeout_ms.
+// timed out resumes where it was (librdkafka: call it again).
 absl::Status RdKafkaSink::InitTransactions(const KafkaOptions& options) {
   constexpr int kSliceMs = 1000;
   const auto deadline =
@@ -161,13 +158,10 @@ absl::Status RdKafkaSink::InitTransactions(const KafkaOptions& options) {
                  std::max<int64_t>(1, std::min<int64_t>(left, kSliceMs))));
     const bool timed_out = error != nullptr && rd_kafka_error_code(error) ==
                                                    RD_KAFKA_RESP_ERR__TIMED_OUT;
-    const bool retriable =
-        error != nullptr && !timed_out && rd_kafka_error_is_retriable(error);
-    if ((!timed_out && !retriable) || left <= kSliceMs) {
+    if (!timed_out || left <= kSliceMs) {
       return TransactionStatus("init_transactions", error);
     }
     rd_kafka_error_destroy(error);
-    if (retriable) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (options.stop != nullptr && options.stop->load()) {
       return absl::CancelledError("stopping: init_transactions was given up");
     }
