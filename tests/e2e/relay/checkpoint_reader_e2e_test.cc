@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "core/checkpoint.h"
 #include "e2e/test_env.h"
 #include "gtest/gtest.h"
@@ -34,7 +35,16 @@ class CheckpointReaderE2ETest : public ::testing::Test {
     KafkaOptions o;
     o.brokers = env_->kafka_brokers();
     o.transactional_id = UniqueName(id);
-    auto sink = RdKafkaSink::Create(o);
+    // A broker just started may still be loading its transaction
+    // coordinator (the relay retries such a session; so does the test).
+    absl::StatusOr<std::unique_ptr<RdKafkaSink>> sink;
+    WaitUntil(
+        [&] {
+          sink = RdKafkaSink::Create(o);
+          return sink.ok() || !absl::StrContains(sink.status().message(),
+                                                 "COORDINATOR_LOAD");
+        },
+        60000);
     EXPECT_TRUE(sink.ok()) << sink.status();
     if (!sink.ok()) return nullptr;
     (*sink)->SetDeliveryHandler([](const DeliveryReport&) {});
