@@ -157,30 +157,33 @@ absl::StatusOr<int> TopicPartitions(rd_kafka_t* rk, const std::string& topic,
       return absl::UnavailableError(absl::StrCat(
           "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
     }
-    absl::Status status =
-        md->topic_cnt == 0
-            ? TopicError(what, topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
-                         topic_exists)
-            : TopicError(what, topic, md->topics[0].err, topic_exists);
+    int err = md->topic_cnt == 0 ? RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART
+                                 : md->topics[0].err;
     int partitions = 0;
-    if (status.ok()) {
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       partitions = md->topics[0].partition_cnt;
-      for (int p = 0; p < partitions && status.ok(); ++p) {
-        if (md->topics[0].partitions[p].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-          status = TopicError(what, topic, md->topics[0].partitions[p].err,
-                              topic_exists);
-        }
-      }
-      if (status.ok() && partitions == 0) {
-        status = absl::UnavailableError(
-            absl::StrCat("the ", what, " ", topic, " has no partitions yet"));
+      for (int p = 0; p < partitions && err == RD_KAFKA_RESP_ERR_NO_ERROR;
+           ++p) {
+        err = md->topics[0].partitions[p].err;
       }
     }
     rd_kafka_metadata_destroy(md);
+    absl::Status status = TopicError(what, topic, err, topic_exists);
+    const bool no_partitions = status.ok() && partitions == 0;
+    if (no_partitions) {
+      status = absl::UnavailableError(
+          absl::StrCat("the ", what, " ", topic, " has no partitions yet"));
+    }
     if (status.ok()) return partitions;
-    // Only "not there yet" is asked again: a missing ACL or a topic that
-    // does not exist answers at once.
-    if (!absl::IsUnavailable(status) ||
+    // Only "not there yet" is asked again: a topic known to exist that the
+    // metadata does not show, a partition without a leader, no partitions.
+    // A missing ACL, a topic that does not exist or a name the broker
+    // refuses answers at once.
+    const bool not_yet = no_partitions ||
+                         err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                         err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+                         err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE;
+    if (!absl::IsUnavailable(status) || !not_yet ||
         std::chrono::steady_clock::now() + kMetadataRetry >= deadline) {
       return status;
     }
