@@ -268,9 +268,14 @@ absl::Status ReadKeyedValues(
           break;
         }
       }
-      return absl::UnavailableError(
-          absl::StrCat("timed out reading the ", what, " ", topic, held,
-                       "; an older record is never used"));
+      return absl::UnavailableError(absl::StrCat(
+          "timed out reading the ", what, " ", topic, held,
+          "; an older record is never used",
+          held.empty() ? ""
+                       : " (open past every producer's "
+                         "transaction.timeout.ms: a hanging transaction, see "
+                         "docs/operations/kafka-errors.md"
+                         "#hanging-transactions)"));
     }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
     if (m == nullptr) {

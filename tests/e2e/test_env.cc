@@ -481,6 +481,54 @@ std::vector<KafkaMessage> ConsumeUntil(
   return out;
 }
 
+bool TransactionsDecided(const std::string& brokers,
+                         const std::vector<std::string>& topics,
+                         std::string* problem) {
+  std::string why;
+  // The end a consumer of each isolation level is told: read_committed's is
+  // the last stable offset, read_uncommitted's the high watermark.
+  auto client = [&](const char* isolation) {
+    rd_kafka_conf_t* conf = BaseConf(brokers);
+    char err[512];
+    rd_kafka_conf_set(conf, "isolation.level", isolation, err, sizeof(err));
+    return rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  };
+  rd_kafka_t* committed = client("read_committed");
+  rd_kafka_t* uncommitted = client("read_uncommitted");
+  bool decided = committed != nullptr && uncommitted != nullptr;
+  if (!decided) why = "cannot create a Kafka client";
+  for (size_t t = 0; decided && t < topics.size(); ++t) {
+    const char* name = topics[t].c_str();
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(committed, name, nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    decided = rd_kafka_metadata(committed, 0, rkt, &md, 5000) ==
+                  RD_KAFKA_RESP_ERR_NO_ERROR &&
+              md->topic_cnt == 1 &&
+              md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (!decided) why = absl::StrCat("no metadata for ", topics[t]);
+    for (int p = 0; decided && p < md->topics[0].partition_cnt; ++p) {
+      int64_t low = 0, stable = -1, high = -2;
+      decided = rd_kafka_query_watermark_offsets(committed, name, p, &low,
+                                                 &stable, 5000) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR &&
+                rd_kafka_query_watermark_offsets(uncommitted, name, p, &low,
+                                                 &high, 5000) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR &&
+                stable == high;
+      if (!decided) {
+        why = absl::StrCat(topics[t], " partition ", p, ": last stable offset ",
+                           stable, ", high watermark ", high);
+      }
+    }
+    if (md != nullptr) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+  }
+  if (committed != nullptr) rd_kafka_destroy(committed);
+  if (uncommitted != nullptr) rd_kafka_destroy(uncommitted);
+  if (problem != nullptr) *problem = why;
+  return decided;
+}
+
 std::vector<KafkaMessage> ConsumeToEnd(const std::string& brokers,
                                        const std::vector<std::string>& topics,
                                        int timeout_ms, int settle_ms) {

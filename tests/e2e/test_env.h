@@ -153,6 +153,15 @@ std::vector<KafkaMessage> ConsumeToEnd(const std::string& brokers,
                                        int timeout_ms = 60000,
                                        int settle_ms = 0);
 
+// Whether every partition of `topics` has its last stable offset at its
+// high watermark: no transaction on them is undecided (its commit or abort
+// marker written). False when Kafka cannot say (a topic without metadata, a
+// partition without a leader) or `problem` (when given) says which
+// partition is not.
+bool TransactionsDecided(const std::string& brokers,
+                         const std::vector<std::string>& topics,
+                         std::string* problem = nullptr);
+
 // A child process (the relay binary) with its output in a log file.
 class Process {
  public:

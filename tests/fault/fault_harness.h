@@ -64,12 +64,33 @@ class Writers {
     }
   }
   int64_t commits() const { return commits_; }
+  // Each writer finishes its statement and writes nothing more until
+  // Resume(); returns once all have stopped (false if one has not in 60 s).
+  bool Pause() {
+    paused_ = true;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (parked_ < static_cast<int>(threads_.size())) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+  void Resume() { paused_ = false; }
 
  private:
   void Run(int w) {
     std::unique_ptr<PgConn> conn;
     int t = 0;
+    bool parked = false;
     while (!stop_) {
+      if (paused_ != parked) {
+        parked = paused_;
+        parked_ += parked ? 1 : -1;
+      }
+      if (parked) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
       if (!conn) {
         conn = PgConn::ConnectQuietly(TestEnv::Get().pg_conninfo());
         if (!conn) {
@@ -100,6 +121,8 @@ class Writers {
 
   std::string table_, aggtype_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> paused_{false};
+  std::atomic<int> parked_{0};
   std::atomic<int64_t> commits_{0};
   std::vector<std::thread> threads_;
 };
@@ -249,6 +272,39 @@ class FaultHarness : public ::testing::TestWithParam<System> {
         120000))
         << "the relay did not catch up with " << now << "\n"
         << Logs();
+  }
+
+  // Kills the suite's broker (kafka.sh kill) once the relay has caught up,
+  // then OutageBegan(). Exactly once: with the writers paused until then,
+  // so that no Kafka transaction's commit is in flight. Kafka 4.4's single
+  // combined node SIGKILLed between a commit's acknowledgement and its
+  // markers, then restarted, records the transaction complete without
+  // writing them: its new incarnation acts on the old one's registration
+  // until the controller fences that, skips the markers for partitions
+  // whose leader is then unknown ("likely deleted already and hence can be
+  // skipped") and leaves a hanging transaction that no producer ends
+  // (docs/operations/kafka-errors.md#hanging-transactions). The cluster
+  // fault tests kill nodes with commits in flight.
+  void KillBroker(Writers& writers) {
+    if (exactly_once()) {
+      ASSERT_TRUE(writers.Pause());
+    }
+    WaitCaughtUp();
+    if (exactly_once()) {
+      std::string problem;
+      ASSERT_TRUE(WaitUntil(
+          [&] {
+            return TransactionsDecided(
+                Brokers(), {"outbox.event." + aggtype_, slot_ + "_cp"},
+                &problem);
+          },
+          60000))
+          << "a Kafka transaction stayed undecided: " << problem << "\n"
+          << Logs();
+    }
+    ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
+    OutageBegan();
+    writers.Resume();
   }
 
   // Call right after the broker died: what commits from now on cannot reach

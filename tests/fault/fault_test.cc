@@ -53,9 +53,7 @@ TEST_P(FaultTest, KafkaBrokerKilledAndRestarted) {
   Writers writers(table_, aggtype_, 2);
   for (int c = 0; c < cycles_; ++c) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    WaitCaughtUp();
-    ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
-    OutageBegan();
+    ASSERT_NO_FATAL_FAILURE(KillBroker(writers));
     ExpectOutageNotConfirmed(2000);
     ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
   }
@@ -73,9 +71,7 @@ TEST_P(FaultTest, SigkillDuringKafkaOutage) {
   ASSERT_TRUE(Ready(proc)) << Logs();
   Writers writers(table_, aggtype_, 2);
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  WaitCaughtUp();
-  ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
-  OutageBegan();
+  ASSERT_NO_FATAL_FAILURE(KillBroker(writers));
   // Relay: also waits until it has read a transaction committed after the
   // kill, so unacknowledged events are in its producer.
   ExpectOutageNotConfirmed(2000);
@@ -94,8 +90,7 @@ TEST_P(FaultTest, KafkaUnreachableForLong) {
   ASSERT_TRUE(Ready(proc)) << Logs();
   Writers writers(table_, aggtype_, 2);
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  WaitCaughtUp();
-  ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
+  ASSERT_NO_FATAL_FAILURE(KillBroker(writers));
   // The backlog: WAL behind the slot (relay) or unsent rows (poller).
   const std::string backlog_sql =
       relay()
@@ -104,7 +99,6 @@ TEST_P(FaultTest, KafkaUnreachableForLong) {
                 slot_ + "'"
           : "SELECT count(*) FROM public." + table_ + " WHERE sent_at IS NULL";
   std::string backlog_before = db_->Scalar(backlog_sql);
-  OutageBegan();
   ExpectOutageNotConfirmed(outage_s * 1000);
   std::string backlog_during = db_->Scalar(backlog_sql);
   std::string rss = ReadAll("/proc/" + std::to_string(proc->pid()) + "/status");
