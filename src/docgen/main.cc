@@ -156,6 +156,10 @@ std::string MetricsPage() {
   PollerMetrics poller(poller_registry);
   poller.Unsent("table");
   poller.OldestUnsentAge("table");
+  ProducerStatistics one_broker;
+  one_broker.brokers.push_back(BrokerStatistics{.name = "host:9092/1"});
+  relay.kafka_client().Update(one_broker);
+  poller.kafka_client.Update(one_broker);
   RegisterBuildInfo(*relay_registry, "outbox_relay", {{"plugin", "pgoutput"}});
   RegisterBuildInfo(poller_registry, "outbox_poller");
 

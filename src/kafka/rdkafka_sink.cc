@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/scram_hint.h"
 #include "config/redact.h"
 #include "outbox/clock.h"
@@ -24,6 +25,11 @@ struct RdKafkaCallbacks {
   }
   static void Error(rd_kafka_t*, int err, const char* reason, void* opaque) {
     static_cast<RdKafkaSink*>(opaque)->HandleError(err, reason);
+  }
+  static int Statistics(rd_kafka_t*, char* json, size_t len, void* opaque) {
+    static_cast<RdKafkaSink*>(opaque)->HandleStatistics(
+        absl::string_view(json, len));
+    return 0;  // librdkafka frees the JSON
   }
   static void Log(const rd_kafka_t*, int level, const char* fac,
                   const char* buf) {
@@ -84,6 +90,9 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
       {"topic.metadata.propagation.max.ms", "5000"},
       {"client.id", "outbox-relay"},
   };
+  // Broker round trips and queue latencies for the metrics
+  // (http/kafka_client_metrics.h): one JSON document per interval.
+  if (options.on_statistics) props["statistics.interval.ms"] = "5000";
   if (!options.brokers.empty()) props["bootstrap.servers"] = options.brokers;
   for (const auto& [k, v] : options.properties) props[k] = v;
   if (!options.transactional_id.empty()) {
@@ -108,6 +117,9 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
   rd_kafka_conf_set_dr_msg_cb(conf, &RdKafkaCallbacks::Delivery);
   rd_kafka_conf_set_error_cb(conf, &RdKafkaCallbacks::Error);
   rd_kafka_conf_set_log_cb(conf, &RdKafkaCallbacks::Log);
+  if (options.on_statistics) {
+    rd_kafka_conf_set_stats_cb(conf, &RdKafkaCallbacks::Statistics);
+  }
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
@@ -117,6 +129,7 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
   sink->rk_ = rk;
   sink->brokers_ = options.brokers;
   sink->on_connection_state_ = options.on_connection_state;
+  sink->on_statistics_ = options.on_statistics;
   char value[32];
   size_t size = sizeof(value);
   if (rd_kafka_conf_get(rd_kafka_conf(rk), "message.max.bytes", value, &size) ==
@@ -346,6 +359,20 @@ void RdKafkaSink::HandleDelivery(const rd_kafka_message_s* msg) {
     }
   }
   handler_(report);
+}
+
+void RdKafkaSink::HandleStatistics(absl::string_view json) {
+  absl::StatusOr<ProducerStatistics> stats = ParseProducerStatistics(json);
+  if (!stats.ok()) {
+    // Metrics only: the relay publishes on; said once.
+    if (!statistics_refused_) {
+      Log(Severity::kWarn, "the Kafka client metrics are not updated",
+          {{"reason", std::string(stats.status().message())}});
+    }
+    statistics_refused_ = true;
+    return;
+  }
+  on_statistics_(*stats);
 }
 
 void RdKafkaSink::HandleError(int err, const char* reason) {

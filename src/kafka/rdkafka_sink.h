@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/kafka_transactions.h"
+#include "kafka/producer_statistics.h"
 #include "outbox/event_sink.h"
 
 struct rd_kafka_s;
@@ -77,6 +78,10 @@ struct KafkaOptions {
   // empty.
   std::function<void(bool reachable, absl::string_view state)>
       on_connection_state;
+  // Told, on the polling thread, librdkafka's statistics every
+  // statistics.interval.ms (5000 unless kafka.properties sets it; 0 turns
+  // them off). May be empty: then none are gathered.
+  std::function<void(const ProducerStatistics&)> on_statistics;
   // Non-empty: a transactional producer with this transactional.id.
   std::string transactional_id;
   int transaction_timeout_ms = 30000;  // init, commit and abort calls
@@ -136,6 +141,7 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   friend struct RdKafkaCallbacks;
   void HandleDelivery(const rd_kafka_message_s* msg);
   void HandleError(int err, const char* reason);
+  void HandleStatistics(absl::string_view json);
   // The stall report (see the file comment), when one is due.
   void CheckStall();
   // The producer's handle for a topic, made once per name (producing by
@@ -165,6 +171,8 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   int64_t message_max_bytes_ = 0;  // the producer's, for size errors
   std::string brokers_;
   std::function<void(bool, absl::string_view)> on_connection_state_;
+  std::function<void(const ProducerStatistics&)> on_statistics_;
+  bool statistics_refused_ = false;  // a bad one was told once
   bool connection_trouble_ = false;  // told, and no delivery since
   bool all_brokers_down_ = false;    // ... and librdkafka said all down
   // Monotonic microseconds of the last acknowledgement, or of the produce

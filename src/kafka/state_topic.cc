@@ -95,6 +95,7 @@ absl::Status StateTopic::WriteOnce(const std::string& key,
   if (producer_ == nullptr) {
     KafkaOptions o = options_;
     o.on_connection_state = nullptr;
+    o.on_statistics = nullptr;  // the relay's producer's, not this one's
     o.transactional_id.clear();
     o.properties["client.id"] = "outbox-relay-state";
     // One record at a time, each awaited: nothing to keep in order behind a

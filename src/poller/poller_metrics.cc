@@ -39,6 +39,7 @@ PollerMetrics::PollerMetrics(prometheus::Registry& r)
                           "1 while connected to PostgreSQL")),
       role(r, "outbox_poller"),
       config_reload(r, "outbox_poller"),
+      kafka_client(r, "outbox_poller"),
       unsent_(prometheus::BuildGauge()
                   .Name("outbox_poller_unsent_rows")
                   .Help("Rows neither sent nor dead-lettered")

@@ -48,6 +48,7 @@
 #include "http/config_reload_status.h"
 #include "http/daemon_role.h"
 #include "http/daemon_status.h"
+#include "http/kafka_client_metrics.h"
 #include "http/status_snapshot.h"
 
 namespace outbox {
@@ -83,6 +84,8 @@ class PollerMetrics {
   DaemonRole role;
   // What the last SIGHUP did (daemon/config_reload.h). Any thread.
   ConfigReloadStatus config_reload;
+  // librdkafka's statistics (the producer's on_statistics). Its thread.
+  KafkaClientMetrics kafka_client;
 
   // Any thread: sets `s`'s poller figures (delivered, dead letters,
   // failures, per-table backlog, states). Health is the caller's.

@@ -102,6 +102,9 @@ std::optional<int> PollSessions(const Config& config, PollerMetrics* metrics,
   kafka.properties.emplace("client.id", "outbox-poller");
   if (metrics != nullptr) {
     kafka.on_connection_state = metrics->daemon_status.KafkaStateListener();
+    kafka.on_statistics = [metrics](const ProducerStatistics& s) {
+      metrics->kafka_client.Update(s);
+    };
   }
   const StoreOptions store_options = MakeStoreOptions(config, **router);
   PollerOptions poller_options = MakePollerOptions(config);

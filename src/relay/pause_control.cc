@@ -22,6 +22,7 @@ void PauseControl::Attach(const KafkaOptions& kafka) {
     std::lock_guard<std::mutex> lock(io_mu_);
     kafka_ = std::make_unique<KafkaOptions>(kafka);
     kafka_->on_connection_state = nullptr;
+    kafka_->on_statistics = nullptr;
   }
   if (thread_ != nullptr) return;
   thread_ = std::make_unique<StoppableThread>([this](StopSignal& stop) {

@@ -38,7 +38,8 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
     : registry_(std::move(registry)),
       clock_(clock),
       role_(*registry_, "outbox_relay"),
-      config_reload_(*registry_, "outbox_relay", clock) {
+      config_reload_(*registry_, "outbox_relay", clock),
+      kafka_client_(*registry_, "outbox_relay") {
   prometheus::Registry& r = *registry_;
   delivery_errors_ = NewCounter(
       r, "outbox_relay_delivery_errors_total",

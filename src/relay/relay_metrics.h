@@ -102,6 +102,7 @@
 #include "http/config_reload_status.h"
 #include "http/daemon_role.h"
 #include "http/daemon_status.h"
+#include "http/kafka_client_metrics.h"
 #include "http/status_snapshot.h"
 #include "outbox/clock.h"
 #include "outbox/lsn.h"
@@ -228,6 +229,8 @@ class RelayMetrics : public PipelineObserver {
   DaemonStatus& daemon_status() { return daemon_status_; }
   // The supervisor's state (daemon/lifecycle.h sets it). Any thread.
   DaemonRole& role() { return role_; }
+  // librdkafka's statistics: the producer's on_statistics (its thread).
+  KafkaClientMetrics& kafka_client() { return kafka_client_; }
   const DaemonRole& role() const { return role_; }
   // What the last SIGHUP did (daemon/config_reload.h). Any thread.
   ConfigReloadStatus& config_reload() { return config_reload_; }
@@ -313,6 +316,7 @@ class RelayMetrics : public PipelineObserver {
   DaemonStatus daemon_status_;
   DaemonRole role_;
   ConfigReloadStatus config_reload_;
+  KafkaClientMetrics kafka_client_;
 
   void UpdateReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 };

@@ -149,6 +149,9 @@ class RelaySupervisor {
     if (metrics_ != nullptr) {
       kafka_.on_connection_state =
           metrics_->daemon_status().KafkaStateListener();
+      kafka_.on_statistics = [m = metrics_](const ProducerStatistics& s) {
+        m->kafka_client().Update(s);
+      };
     }
     if (pause_ != nullptr) pause_->Attach(kafka_);
     factory_ = std::make_unique<SessionFactory>(

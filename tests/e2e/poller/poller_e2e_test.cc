@@ -218,6 +218,18 @@ TEST_F(PollerE2ETest, FailedRowIsRetriedThenDeadLetteredWhileOthersFlow) {
             m[2].str(), "\",version=\"", m[1].str(), "\"} 1\n")))
         << metrics;
   }
+  // Issue 36: librdkafka's statistics (statistics.interval.ms, 5 s by
+  // default) as the broker's gauges.
+  const std::string up = absl::StrCat("outbox_poller_kafka_broker_up{broker=\"",
+                                      env_->kafka_brokers(), "/1\"} 1\n");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        metrics = ScrapeMetrics(*p);
+        return metrics.find(up) != std::string::npos;
+      },
+      30000))
+      << metrics;
+  EXPECT_THAT(metrics, HasSubstr("outbox_poller_kafka_queue_messages "));
   p->Signal(SIGTERM);
   EXPECT_EQ(p->Wait(30000), 0) << p->Output();
 }

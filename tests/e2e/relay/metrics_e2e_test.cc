@@ -161,6 +161,34 @@ TEST_F(MetricsE2ETest, ScrapesMetricsHealthAndStatusDuringARun) {
       << body;
   EXPECT_EQ(Sample(body, "outbox_relay_lag_seconds"), 0);
 
+  // Issue 36: librdkafka's statistics, every statistics.interval.ms (5 s by
+  // default): the interval that saw the events' produce requests has a
+  // round trip, and the connection is up.
+  {
+    const std::string broker =
+        absl::StrCat("{broker=\"", env_->kafka_brokers(), "/1\"");
+    const std::string rtt = absl::StrCat(
+        "outbox_relay_kafka_broker_rtt_seconds", broker, ",quantile=\"0.99\"}");
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          body = Get("/metrics", &code);
+          return Sample(body, rtt) > 0;
+        },
+        30000))
+        << rtt << "\n"
+        << body;
+    EXPECT_EQ(
+        Sample(body, absl::StrCat("outbox_relay_kafka_broker_up", broker, "}")),
+        1)
+        << body;
+    EXPECT_GE(Sample(body, "outbox_relay_kafka_queue_messages"), 0) << body;
+    EXPECT_GE(
+        Sample(body, absl::StrCat("outbox_relay_kafka_broker_waitresp_messages",
+                                  broker, "}")),
+        0)
+        << body;
+  }
+
   // The status command, while the relay holds the slot.
   std::string status;
   ASSERT_EQ(Status(slot_, &status), 0) << status;
