@@ -78,7 +78,8 @@ def report_eos(a, rates, systems, results):
     L += ["| " + " | ".join(r) + " |" for r in rows]
     L.append("")
     L.append("Where the time from commit goes, from each record's Kafka timestamp (when the "
-             "relay produced it; millisecond resolution, so values under 1 ms read as 0 or "
+             "relay produced it: the harness runs the relays with outbox.timestamp=produce; "
+             "millisecond resolution, so values under 1 ms read as 0 or "
              "-1): *commit → produce* is the relay reading the event and handing it to "
              "librdkafka, *produce → arrival* is Kafka: the produce request, and for "
              "exactly-once also the wait for the transaction's commit (the rest of "
