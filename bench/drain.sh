@@ -155,7 +155,7 @@ results=()
 # drain_relay NAME SLOT ARGS...: one relay drain of SLOT (ARGS: the
 # variant's binary and settings); appends "NAME seconds cpu hwm" to results.
 drain_relay() {
-  local name=$1 slot=$2 bin=$3 s pid perf_pid="" hwm=0 h relay ut st cpu; shift 3
+  local name=$1 slot=$2 bin=$3 s pid perf_pid="" hwm=0 h anon=0 a relay ut st cpu; shift 3
   s=$(date +%s.%N)
   # The variant's own settings last, so they win.
   # shellcheck disable=SC2086 # RELAY_ARGS are words
@@ -173,6 +173,8 @@ drain_relay() {
     kill -0 $pid 2>/dev/null || die "relay exited: $(tail -3 "$work/$slot.log")"
     h=$(awk '/VmHWM/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0)
     [ "${h:-0}" -gt "$hwm" ] && hwm=$h
+    a=$(awk '/RssAnon/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0)
+    [ "${a:-0}" -gt "$anon" ] && anon=$a
     sleep 0.05
   done
   relay=$(echo "$(date +%s.%N) - $s" | bc)
@@ -180,10 +182,10 @@ drain_relay() {
   h=$(awk '/VmHWM/ {print $2}' /proc/$pid/status); [ "$h" -gt "$hwm" ] && hwm=$h
   kill -TERM $pid; wait "${perf_pid:-$pid}" || true
   cpu=$(echo "scale=3; ($ut + $st) / $(getconf CLK_TCK)" | bc)
-  printf 'run %d, %s: %.2f s (%.0f ev/s), cpu %.2f s (%.2f us/event), peak RSS %d KiB\n' \
+  printf 'run %d, %s: %.2f s (%.0f ev/s), cpu %.2f s (%.2f us/event), peak RSS %d KiB, peak private RSS %d KiB\n' \
     "$r" "$name" "$relay" "$(echo "$events / $relay" | bc -l)" \
-    "$cpu" "$(echo "$cpu * 1000000 / $events" | bc -l)" "$hwm"
-  results+=("$name $relay $cpu $hwm")
+    "$cpu" "$(echo "$cpu * 1000000 / $events" | bc -l)" "$hwm" "$anon"
+  results+=("$name $relay $cpu $hwm $anon")
   last_cpu=$cpu
 }
 # drain_recv NAME SLOT OPTIONS...: pg_recvlogical streams SLOT to /dev/null.
@@ -194,7 +196,7 @@ drain_recv() {
     --slot "$slot" --start --endpos "$end_lsn" "$@" -f /dev/null
   recv=$(echo "$(date +%s.%N) - $s" | bc)
   printf 'run %d, %s: %.2f s (%.0f ev/s)\n' "$r" "$name" "$recv" "$(echo "$events / $recv" | bc -l)"
-  results+=("$name $recv 0 0")
+  results+=("$name $recv 0 0 0")
 }
 for r in $(seq "$runs"); do
  for p in "${plugins[@]}"; do

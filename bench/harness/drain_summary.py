@@ -1,7 +1,8 @@
 """The tables the shell benchmarks print from their per-run lines:
 
   python3 -m harness.drain_summary medians EVENTS < RESULTS
-      bench/drain.sh: lines "NAME seconds cpu_s peak_rss_kib" (NAME
+      bench/drain.sh: lines "NAME seconds cpu_s peak_rss_kib
+      peak_private_rss_kib" (the private one: RssAnon, sampled; NAME
       PLUGIN/SYSTEM; cpu 0 for pg_recvlogical); medians per NAME and the
       relay's ratios to pg_recvlogical on the same plugin.
   python3 -m harness.drain_summary stages FILE PLUGIN...
@@ -25,7 +26,7 @@ def medians(lines, ev):
             by[l.split()[0]].append(list(map(float, l.split()[1:])))
     med = {n: [statistics.median(c) for c in zip(*rows)] for n, rows in by.items()}
     print(f"\nmedians of {len(next(iter(by.values())))} run(s), {int(ev)} events:")
-    for n, (secs, cpu, rss) in med.items():
+    for n, (secs, cpu, rss, anon) in med.items():
         p = n.split("/")[0]
         line = f"{n}: {secs:.2f} s ({ev/secs:.0f} ev/s)"
         if cpu > 0:
@@ -33,7 +34,8 @@ def medians(lines, ev):
                                for c in (p + "/pg_recvlogical", p + "/pg_recvlogical-binary")
                                if c in med)
             line += (f", {ratios}, relay cpu {cpu*1e6/ev:.2f} us/event, "
-                     f"peak RSS max {max(r[2] for r in by[n])/1024:.1f} MiB")
+                     f"peak RSS max {max(r[2] for r in by[n])/1024:.1f} MiB, "
+                     f"private (anonymous) {max(r[3] for r in by[n])/1024:.1f} MiB")
         print(line)
 
 
