@@ -6,8 +6,7 @@
 // The pair is postgres.slot_marker_id, else the system identifier of the
 // server postgres.conninfo reaches. Only applied actions count: a skip
 // whose event never came names nothing yet. An advance names the ids its
-// applied record lists (kMaxAppliedIds at most: past that, the rest of its
-// range reads as missing).
+// applied record and its pages list (every one it dropped).
 #ifndef OUTBOX_AUDIT_OPERATOR_SKIPS_H_
 #define OUTBOX_AUDIT_OPERATOR_SKIPS_H_
 

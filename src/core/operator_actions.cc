@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "simdjson.h"
 
@@ -13,6 +15,30 @@ namespace {
 
 constexpr char kOperator[] = "operator/";
 constexpr char kApplied[] = "/applied";
+constexpr char kIds[] = "/ids/";
+
+// Appends the strings of `o`'s array "event_ids" (absent: none) to *ids.
+bool Ids(simdjson::dom::object o, std::vector<std::string>* ids) {
+  simdjson::dom::array array;
+  simdjson::error_code e = o["event_ids"].get(array);
+  if (e == simdjson::NO_SUCH_FIELD) return true;
+  if (e != simdjson::SUCCESS) return false;
+  for (simdjson::dom::element element : array) {
+    std::string_view id;
+    if (element.get(id) != simdjson::SUCCESS) return false;
+    ids->emplace_back(id);
+  }
+  return true;
+}
+
+void AppendIds(std::string* out, const std::vector<std::string>& ids) {
+  *out += "\"event_ids\":[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) *out += ",";
+    AppendJsonString(out, ids[i]);
+  }
+  *out += "]";
+}
 
 void Field(std::string* out, absl::string_view name, absl::string_view value) {
   absl::StrAppend(out, out->size() > 1 ? "," : "", "\"", name, "\":");
@@ -71,14 +97,9 @@ std::string ParseApplied(absl::string_view json, OperatorAction* a) {
   }
   if (!Text(o, "applied_at", &a->applied_at)) return "bad applied_at";
   if (o["events"].get(a->events) != simdjson::SUCCESS) return "no events";
-  simdjson::dom::array ids;
-  if (o["event_ids"].get(ids) == simdjson::SUCCESS) {
-    for (simdjson::dom::element e : ids) {
-      std::string_view id;
-      if (e.get(id) != simdjson::SUCCESS) return "bad event_ids";
-      a->event_ids.emplace_back(id);
-    }
-  }
+  if (!Ids(o, &a->event_ids)) return "bad event_ids";
+  int64_t pages = 0;
+  if (o["id_pages"].get(pages) == simdjson::SUCCESS) a->id_pages = pages;
   bool truncated = false;
   if (o["ids_truncated"].get(truncated) == simdjson::SUCCESS) {
     a->ids_truncated = truncated;
@@ -102,6 +123,10 @@ std::string OperatorAppliedSuffix(const std::string& id) {
   return absl::StrCat(kOperator, id, kApplied);
 }
 
+std::string OperatorIdsSuffix(const std::string& id, const std::string& first) {
+  return absl::StrCat(kOperator, id, kIds, first);
+}
+
 std::string FormatOperatorRequest(const OperatorAction& a) {
   std::string out = "{";
   const bool skip = a.kind == OperatorAction::Kind::kSkip;
@@ -122,13 +147,16 @@ std::string FormatOperatorRequest(const OperatorAction& a) {
 std::string FormatOperatorApplied(const OperatorAction& a) {
   std::string out = "{";
   Field(&out, "applied_at", a.applied_at);
-  absl::StrAppend(&out, ",\"events\":", a.events, ",\"event_ids\":[");
-  for (size_t i = 0; i < a.event_ids.size(); ++i) {
-    if (i > 0) out += ",";
-    AppendJsonString(&out, a.event_ids[i]);
-  }
-  absl::StrAppend(
-      &out, "],\"ids_truncated\":", a.ids_truncated ? "true" : "false", "}");
+  absl::StrAppend(&out, ",\"events\":", a.events, ",");
+  AppendIds(&out, a.event_ids);
+  absl::StrAppend(&out, ",\"id_pages\":", a.id_pages, "}");
+  return out;
+}
+
+std::string FormatOperatorIds(const OperatorIdPage& page) {
+  std::string out = "{";
+  AppendIds(&out, page.event_ids);
+  out += "}";
   return out;
 }
 
@@ -137,10 +165,16 @@ std::vector<OperatorAction> ParseOperatorRecords(
     std::vector<std::string>* malformed) {
   std::map<std::string, OperatorAction> by_id;
   std::vector<std::pair<std::string, const std::string*>> applied;
+  // By action id, in key order (the first id's position).
+  std::map<std::string, std::map<std::string, const std::string*>> pages;
   for (const auto& [key, value] : records) {
     size_t at = key.rfind(kOperator);
     if (at == std::string::npos) continue;
     std::string id = key.substr(at + sizeof(kOperator) - 1);
+    if (size_t ids = id.find(kIds); ids != std::string::npos) {
+      pages[id.substr(0, ids)][id.substr(ids + sizeof(kIds) - 1)] = &value;
+      continue;
+    }
     if (absl::EndsWith(id, kApplied)) {
       id.resize(id.size() - (sizeof(kApplied) - 1));
       applied.emplace_back(id, &value);
@@ -163,7 +197,30 @@ std::vector<OperatorAction> ParseOperatorRecords(
   }
   std::vector<OperatorAction> out;
   out.reserve(by_id.size());
-  for (auto& [id, a] : by_id) out.push_back(std::move(a));
+  for (auto& [id, a] : by_id) {
+    // The pages' ids first (in the order dropped), then the applied
+    // record's; each once (pages of an interrupted session overlap).
+    std::vector<std::string> ids;
+    for (const auto& [first, value] : pages[id]) {
+      simdjson::dom::parser parser;
+      simdjson::dom::object o;
+      if (parser.parse(value->data(), value->size()).get(o) !=
+              simdjson::SUCCESS ||
+          !Ids(o, &ids)) {
+        malformed->push_back(
+            absl::StrCat(OperatorIdsSuffix(id, first), ": bad event_ids"));
+      }
+    }
+    if (!ids.empty()) {
+      ids.insert(ids.end(), a.event_ids.begin(), a.event_ids.end());
+      a.event_ids.clear();
+      absl::flat_hash_set<std::string> seen;
+      for (std::string& e : ids) {
+        if (seen.insert(e).second) a.event_ids.push_back(std::move(e));
+      }
+    }
+    out.push_back(std::move(a));
+  }
   return out;
 }
 
@@ -179,6 +236,7 @@ std::vector<OperatorAction> OperatorActions::Add(
     pending_.push_back(a);
     pending_.back().events = 0;
     pending_.back().event_ids.clear();
+    pending_.back().id_pages = 0;
     pending_.back().ids_truncated = false;
     progress_.emplace_back();
     if (a.kind == OperatorAction::Kind::kSkip) ++skips_;
@@ -208,15 +266,21 @@ int OperatorActions::Match(absl::string_view event_id, Lsn commit_lsn) const {
   return -1;
 }
 
-void OperatorActions::Dropped(int index, absl::string_view event_id) {
+std::optional<OperatorIdPage> OperatorActions::Dropped(
+    int index, absl::string_view event_id, Lsn commit_lsn, Lsn lsn) {
   OperatorAction& a = pending_[index];
+  Progress& p = progress_[index];
   ++a.events;
-  if (a.event_ids.size() < kMaxAppliedIds) {
-    a.event_ids.emplace_back(event_id);
-  } else {
-    a.ids_truncated = true;
+  p.in_open_transaction = true;
+  if (a.event_ids.empty()) {
+    p.page_first = absl::StrFormat("%016X-%016X", commit_lsn, lsn);
   }
-  progress_[index].in_open_transaction = true;
+  a.event_ids.emplace_back(event_id);
+  if (a.event_ids.size() < kMaxAppliedIds) return std::nullopt;
+  ++a.id_pages;
+  OperatorIdPage page{a.id, std::move(p.page_first), std::move(a.event_ids)};
+  a.event_ids.clear();
+  return page;
 }
 
 void OperatorActions::Committed(Lsn end_lsn) {

@@ -8,11 +8,19 @@
 //   operator/<at>-<uuid>          the request, written by the command:
 //     {"action":"skip","event_id":"...","by":"...","at":"...","reason":"..."}
 //     {"action":"advance","from_lsn":"0/16B3748","to_lsn":"0/16B9000",...}
+//   operator/<at>-<uuid>/ids/<commit lsn>-<lsn>  a page of the ids it dropped,
+//     written by the relay each time kMaxAppliedIds of them are dropped,
+//     keyed by the first one's position: {"event_ids":[...]}
 //   operator/<at>-<uuid>/applied  written once by the relay that applied it:
-//     {"applied_at":"...","events":N,"event_ids":[...],"ids_truncated":false}
-// An applied record holds at most kMaxAppliedIds event ids (an advance over
-// a large range says how many, names the first ones and sets
-// ids_truncated), so one record stays far below Kafka's message.max.bytes.
+//     {"applied_at":"...","events":N,"event_ids":[...],"id_pages":P}
+// Every record names at most kMaxAppliedIds event ids, so each stays far
+// below Kafka's message.max.bytes and the relay holds at most that many,
+// whatever the range: the applied record names the ids after its last full
+// page. A session that ends before its action is applied leaves its pages;
+// the next session drops the same events again (the action still pending)
+// and may write overlapping pages, so readers take the union of the ids.
+// Records older than the pages may carry "ids_truncated":true (the ids
+// named are the first ones only).
 //
 // Semantics, kept by the Relay (relay/relay_changes.cc):
 //   skip     drops the outbox events whose id is event_id (one event; a
@@ -32,6 +40,7 @@
 #define OUTBOX_CORE_OPERATOR_ACTIONS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,8 +51,16 @@
 
 namespace outbox {
 
-// The most event ids one applied record names.
+// The most event ids one record (a page or the applied record) names.
 inline constexpr size_t kMaxAppliedIds = 1000;
+
+// A full page of the ids one action dropped, to write under
+// OperatorIdsSuffix(action_id, first).
+struct OperatorIdPage {
+  std::string action_id;
+  std::string first;  // "<commit lsn>-<lsn>" of its first id, hex, fixed width
+  std::vector<std::string> event_ids;
+};
 
 struct OperatorAction {
   enum class Kind { kSkip, kAdvance };
@@ -58,8 +75,11 @@ struct OperatorAction {
   bool applied = false;
   std::string applied_at;
   int64_t events = 0;
-  std::vector<std::string> event_ids;  // at most kMaxAppliedIds
-  bool ids_truncated = false;
+  // Pending: the ids dropped since the last full page. Read back: every
+  // id its pages and applied record name, each once.
+  std::vector<std::string> event_ids;
+  int64_t id_pages = 0;  // the full pages written before the applied record
+  bool ids_truncated = false;  // an old record naming only the first ids
 
   // "skip event X" / "advance 0/1..0/2", for logs and reports.
   std::string What() const;
@@ -68,16 +88,20 @@ struct OperatorAction {
 // The key suffix of a request ("operator/<id>") and of its applied record.
 std::string OperatorRequestSuffix(const std::string& id);
 std::string OperatorAppliedSuffix(const std::string& id);
+std::string OperatorIdsSuffix(const std::string& id, const std::string& first);
 
 // The request record's JSON (kind, event_id or from/to, by, at, reason).
 std::string FormatOperatorRequest(const OperatorAction& a);
-// The applied record's JSON (applied_at, events, event_ids, ids_truncated).
+// The applied record's JSON (applied_at, events, event_ids, id_pages).
 std::string FormatOperatorApplied(const OperatorAction& a);
+// A page's JSON (event_ids).
+std::string FormatOperatorIds(const OperatorIdPage& page);
 
 // The actions in the records read under "<pair>/<slot>/operator/" (keys
 // whole or from "operator/" on; values JSON), in key order (the time they
-// were asked), each with its applied record merged. A malformed record is
-// left out and named in *malformed (one line each), never guessed at.
+// were asked), each with its applied record and id pages merged. A
+// malformed record is left out and named in *malformed (one line each),
+// never guessed at.
 std::vector<OperatorAction> ParseOperatorRecords(
     const std::vector<std::pair<std::string, std::string>>& records,
     std::vector<std::string>* malformed);
@@ -103,9 +127,11 @@ class OperatorActions {
   // The pending action that names an event `event_id` of the transaction
   // whose commit record starts at `commit_lsn`, or -1.
   int Match(absl::string_view event_id, Lsn commit_lsn) const;
-  // Records that action `index` dropped `event_id` of the open
-  // transaction.
-  void Dropped(int index, absl::string_view event_id);
+  // Records that action `index` dropped `event_id` (at `lsn`) of the open
+  // transaction, which commits at `commit_lsn`. Returns the page this id
+  // filled, for the caller to write, else nothing.
+  std::optional<OperatorIdPage> Dropped(int index, absl::string_view event_id,
+                                        Lsn commit_lsn, Lsn lsn);
   // That transaction committed, ending at `end_lsn` (pgoutput's Begin does
   // not say where its transaction ends, so the commit does).
   void Committed(Lsn end_lsn);
@@ -113,7 +139,8 @@ class OperatorActions {
   // The actions done now that `confirmed` is confirmed to PostgreSQL: a
   // skip whose event was dropped and whose transaction is confirmed, an
   // advance once `confirmed` reaches its target. Each is returned once
-  // (events, event_ids filled; applied_at left to the caller).
+  // (events, id_pages and the ids after the last page filled; applied_at
+  // left to the caller).
   std::vector<OperatorAction> Complete(Lsn confirmed);
 
  private:
@@ -121,6 +148,7 @@ class OperatorActions {
     Lsn end = kInvalidLsn;  // the last dropped event's transaction end
     bool in_open_transaction = false;  // dropped one since the last commit
     bool done = false;
+    std::string page_first;  // the current page's first id's position
   };
   std::vector<OperatorAction> pending_;
   std::vector<Progress> progress_;

@@ -28,6 +28,12 @@ absl::Status WriteOperatorRequest(ControlRecords* records, OperatorAction* a) {
                         FormatOperatorRequest(*a));
 }
 
+absl::Status WriteOperatorIds(ControlRecords* records,
+                              const OperatorIdPage& page) {
+  return records->Write(OperatorIdsSuffix(page.action_id, page.first),
+                        FormatOperatorIds(page));
+}
+
 absl::Status WriteOperatorApplied(ControlRecords* records, OperatorAction a) {
   a.applied_at = Rfc3339Now();
   return records->Write(OperatorAppliedSuffix(a.id), FormatOperatorApplied(a));

@@ -25,6 +25,10 @@ absl::StatusOr<std::vector<OperatorAction>> ReadOperatorActions(
 // Writes a request; fills a->id ("<at>-<uuid>") and a->at (now) when empty.
 absl::Status WriteOperatorRequest(ControlRecords* records, OperatorAction* a);
 
+// Writes a full page of the ids an action dropped.
+absl::Status WriteOperatorIds(ControlRecords* records,
+                              const OperatorIdPage& page);
+
 // Writes the applied record of `a` (its events and ids), applied_at now.
 absl::Status WriteOperatorApplied(ControlRecords* records, OperatorAction a);
 

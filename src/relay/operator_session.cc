@@ -57,6 +57,17 @@ void OperatorSession::Attach(RelayOptions* options) {
   options->on_operator_applied = [this](const OperatorAction& a) {
     Applied(a);
   };
+  options->on_operator_ids = [this](const OperatorIdPage& page) {
+    if (absl::Status s = WriteOperatorIds(&records_, page); !s.ok()) {
+      // Those events stay dropped; the audit calls them missing.
+      Log(Severity::kWarn, "cannot write a page of the operator action's ids",
+          {{"record",
+            absl::StrCat(records_.key_prefix(),
+                         OperatorIdsSuffix(page.action_id, page.first))},
+           {"events", absl::StrCat(page.event_ids.size())},
+           {"error", std::string(s.message())}});
+    }
+  };
 }
 
 std::vector<OperatorAction> OperatorSession::pending() const {

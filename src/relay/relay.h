@@ -153,6 +153,9 @@ struct RelayOptions {
   // Called on Run()'s thread with each of those actions once it is applied
   // (the flush LSN sent covers what it dropped): writes its record.
   std::function<void(const OperatorAction&)> on_operator_applied;
+  // Called on Run()'s thread with each full page of the ids an action
+  // dropped, as it fills (before the action is applied): writes it.
+  std::function<void(const OperatorIdPage&)> on_operator_ids;
   // Called on Run()'s thread when a pause ends, before anything further is
   // read: the supervisor re-reads the operator's records there, so a skip
   // or advance recorded while paused applies from the resume on.

@@ -4,6 +4,7 @@
 // updates are in relay.cc, producing and the delivery reports in
 // relay_delivery.cc, the session's end in relay_shutdown.cc.
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -193,7 +194,11 @@ bool Relay::SkippedByOperator(bool from_message) {
   const int index = actions->Match(id, txn_commit_lsn_);
   if (index < 0) return false;
   if (id.empty()) id = event_id();
-  actions->Dropped(index, id);
+  if (std::optional<OperatorIdPage> page =
+          actions->Dropped(index, id, txn_commit_lsn_, change_.lsn);
+      page && options_.on_operator_ids) {
+    options_.on_operator_ids(*page);
+  }
   ++counters_.skipped_by_operator;
   observer_->OnSkippedByOperator();
   const OperatorAction& a = actions->action(index);

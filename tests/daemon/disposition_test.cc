@@ -96,7 +96,7 @@ std::vector<Row> Rows() {
   add("slot gone", End(S::kStream, absl::FailedPreconditionError("x")),
       Stop(kExitPrecondition));
   SessionEnd missing = End(S::kStream, absl::NotFoundError("no topic"));
-  missing.blocked_topic = "t";
+  missing.blocked_topic = std::string(1, 't');
   missing.topic_creation = true;
   add("create topic", missing, Only(Action::kCreateTopic));
   SessionEnd no_name = missing;
@@ -108,7 +108,7 @@ std::vector<Row> Rows() {
   add("missing topic, no creation", not_enabled,
       Retry(Wait::kBlockedTopic, "Kafka"));
   SessionEnd acl = End(S::kStream, absl::PermissionDeniedError("acl"));
-  acl.blocked_topic = "t";
+  acl.blocked_topic = std::string(1, 't');
   acl.topic_creation = true;
   acl.progressed = true;
   add("missing ACL", acl, Retry(Wait::kBlockedTopic, "Kafka"));
@@ -138,7 +138,7 @@ TEST(DispositionTest, EveryRow) {
 
 SessionEnd MissingTopic() {
   SessionEnd e = End(SessionStage::kStream, absl::NotFoundError("no topic"));
-  e.blocked_topic = "t";
+  e.blocked_topic = std::string(1, 't');  // GCC 12: -Wrestrict on "t"
   e.topic_creation = true;
   return e;
 }
