@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "common/progress.h"
 #include "common/scram_hint.h"
+#include "kafka/rdkafka_log.h"
 #include "outbox/status_macros.h"
 #include "pg/pg_connection.h"
 #include "poller/outbox_row_sql.h"
@@ -498,6 +499,7 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     const Config& config, const std::vector<std::string>& patterns,
     int timeout_s, bool read_committed, FILE* progress) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  UseRdKafkaLog(conf);
   char err[512];
   auto set = [&](const std::string& k, const std::string& v) {
     return rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) ==

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "kafka/rdkafka_log.h"
 #include "outbox/status_macros.h"
 
 namespace outbox {
@@ -75,6 +76,7 @@ absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> NewConsumer(
   props.emplace_back("isolation.level", std::string(isolation));
   props.emplace_back("enable.partition.eof", "true");
   props.emplace_back("allow.auto.create.topics", "false");
+  UseRdKafkaLog(conf);
   props.emplace_back("client.id", "outbox-relay-checkpoint-reader");
   for (const auto& [k, v] : props) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) !=

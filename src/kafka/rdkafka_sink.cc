@@ -14,6 +14,7 @@
 #include "common/logging.h"
 #include "common/scram_hint.h"
 #include "config/redact.h"
+#include "kafka/rdkafka_log.h"
 #include "outbox/clock.h"
 
 namespace outbox {
@@ -30,13 +31,6 @@ struct RdKafkaCallbacks {
     static_cast<RdKafkaSink*>(opaque)->HandleStatistics(
         absl::string_view(json, len));
     return 0;  // librdkafka frees the JSON
-  }
-  static void Log(const rd_kafka_t*, int level, const char* fac,
-                  const char* buf) {
-    // librdkafka's own log lines go to stderr, prefixed so they stand out
-    // among the relay's. Connection errors repeat while a broker is down;
-    // the relay reports the outage itself, so only warnings and worse.
-    if (level <= 4) fprintf(stderr, "librdkafka %s: %s\n", fac, buf);
   }
 };
 
@@ -116,7 +110,7 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
   rd_kafka_conf_set_opaque(conf, sink.get());
   rd_kafka_conf_set_dr_msg_cb(conf, &RdKafkaCallbacks::Delivery);
   rd_kafka_conf_set_error_cb(conf, &RdKafkaCallbacks::Error);
-  rd_kafka_conf_set_log_cb(conf, &RdKafkaCallbacks::Log);
+  UseRdKafkaLog(conf);
   if (options.on_statistics) {
     rd_kafka_conf_set_stats_cb(conf, &RdKafkaCallbacks::Statistics);
   }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "kafka/admin_call.h"
+#include "kafka/rdkafka_log.h"
 
 namespace outbox {
 
@@ -30,6 +31,9 @@ absl::StatusOr<std::unique_ptr<TopicAdmin>> TopicAdmin::Create(
   props["client.id"] = "outbox-relay-admin";
   // Not a client setting librdkafka's admin side accepts.
   props.erase("transactional.id");
+  // It produces nothing: no producer id to ask for, no gaps to guard.
+  props.erase("enable.idempotence");
+  props.erase("enable.gapless.guarantee");
   for (const auto& [k, v] : props) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) !=
         RD_KAFKA_CONF_OK) {
@@ -38,6 +42,7 @@ absl::StatusOr<std::unique_ptr<TopicAdmin>> TopicAdmin::Create(
           absl::StrCat("kafka property ", k, " (admin client): ", err));
     }
   }
+  UseRdKafkaLog(conf);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
