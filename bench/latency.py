@@ -44,7 +44,8 @@ import time
 from harness import ROOT, log
 from harness.db import Servers
 from harness.kafka import CHECKPOINT_TOPIC, warm_topic
-from harness.procs import CpuMeter, pid_from, stop_process
+from harness.procs import (PIN_DATABASE, PIN_DELIVERY, CpuMeter, pid_from, pin_command,
+                           pin_tree, stop_process)
 from harness.report import LATENCY_SECTIONS, MARKS, write_section
 from harness.report_latency import (BEGIN_MARK, END_MARK, EOS_MARKS, KEEP_UP, cpu_cells,
                                     plot, report, report_eos)
@@ -59,7 +60,8 @@ def loadgen(a, run, rate, seconds, out=None):
            "--run", run, "--max-seconds", str(2 * seconds), "--per-txn", str(a.per_txn)]
     if out:
         cmd += ["--out", out]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    p = subprocess.run(pin_command(cmd, a.pin and PIN_DATABASE),
+                       stdout=subprocess.PIPE, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"outbox-loadgen failed at {rate} ev/s (exit {p.returncode})")
     return json.loads(p.stdout)
@@ -76,7 +78,7 @@ def measure(a, system, topic, rate, rep=1, system_pid=None):
     # let it find one left by an earlier invocation in the same directory.
     if os.path.exists(commits):
         os.remove(commits)
-    cons = subprocess.Popen(
+    cons = subprocess.Popen(pin_command(
         [os.path.join(a.bin, "outbox-latency-consumer"), "--brokers",
          os.environ["OUTBOX_KAFKA_BROKERS"], "--topic", topic, "--run", run,
          "--expect", str(n), "--commits", commits,
@@ -87,7 +89,7 @@ def measure(a, system, topic, rate, rep=1, system_pid=None):
         # read that way, librdkafka's default, which changes nothing for a
         # non-transactional producer; explicit here).
         + (["--isolation", "read_committed"] if eos_settings(system) else []),
-        stdout=subprocess.PIPE, text=True)
+        a.pin and PIN_DELIVERY), stdout=subprocess.PIPE, text=True)
     if cons.stdout.readline().strip() != "ready":
         cons.wait()
         raise RuntimeError(f"outbox-latency-consumer did not start on {topic} "
@@ -172,6 +174,8 @@ def start_system(system, a, env, work, topic_prefix, session=0):
         if debezium_version(system):
             e["DEBEZIUM_VERSION"] = debezium_version(system)
         debezium("start", d, e, stdout=logf)
+        if a.pin:
+            pin_tree(pid_from(os.path.join(d, "pid")), PIN_DELIVERY)
         return ("debezium", d)
     relay = system.startswith("relay")
     cmd = program_command(a.bin, system, env["OUTBOX_PG_CONNINFO"],
@@ -194,7 +198,8 @@ def start_system(system, a, env, work, topic_prefix, session=0):
         # Extra settings for the relays, as in bench/run.py.
         cmd += relay_env_sets()
     cmd += eos_sets(system)
-    p = subprocess.Popen(cmd, stdout=logf, stderr=logf)
+    p = subprocess.Popen(pin_command(cmd, a.pin and PIN_DELIVERY),
+                         stdout=logf, stderr=logf)
     return ("proc", p)
 
 
@@ -237,6 +242,9 @@ def parse_args():
                    "every system), eos (exactly-once against at-least-once, with relay-eos "
                    "among the systems); bench/run.py's section names are accepted and ignored")
     p.add_argument("--argv", default="")
+    p.add_argument("--pin", action="store_true",
+                   help="writers and PostgreSQL on CPU 0; Kafka, the system "
+                        "and the consumer on CPU 1 (taskset)")
     a = p.parse_args()
     a.sections = a.sections.split(",")
     for s in a.sections:
@@ -369,6 +377,15 @@ def main():
               or os.path.exists(os.path.join(a.bin, "outbox-poller"))):
             systems.append(s)
     srv = Servers()
+    if a.pin:
+        with open(os.path.join(os.environ["OUTBOX_PG_DIR"], "data",
+                               "postmaster.pid")) as f:
+            n = pin_tree(int(f.readline()), PIN_DATABASE)
+        log(f"pinned PostgreSQL ({n} processes) to CPU {PIN_DATABASE}")
+        n = pin_tree(pid_from(os.path.join(os.environ["OUTBOX_KAFKA_DIR"], "pid")),
+                     PIN_DELIVERY)
+        log(f"pinned Kafka to CPU {PIN_DELIVERY}; writers on {PIN_DATABASE}, "
+            f"the systems and the consumer on {PIN_DELIVERY}")
     srv.run_file("outbox.sql")
     srv.q("DROP PUBLICATION IF EXISTS bench_pub")
     srv.q("CREATE PUBLICATION bench_pub FOR TABLE public.outbox")

@@ -11,7 +11,7 @@
 #                [--mixed-rate ROWS_PER_S] [--mixed-seconds S]
 #                [--large-events N] [--large-txns T]
 #                [--rates 200,1000,3000] [--seconds S] [--no-drain] [--no-latency]
-#                [--saturate] [--writers W] [--latency-per-txn K] [--reps R]
+#                [--saturate] [--writers W] [--latency-per-txn K] [--reps R] [--pin]
 #                [--results FILE] [--plots DIR]
 #                [--sections backlog,mixed,large,pgoutput,eos,latency]
 #
@@ -38,7 +38,9 @@
 # 100,500,1000,2000,5000,10000 for 30 s, then doubling (--saturate) until
 # each system saturates; a system stops at its first rate not sustained.
 # --latency-per-txn K has the writers commit K events per transaction (the
-# last one's due time starts it). The latency part writes with bench/loadgen.cc and reads with
+# last one's due time starts it). --pin runs the latency part pinned
+# (taskset): PostgreSQL and the writers on CPU 0; Kafka, the system under
+# test and the consumer on CPU 1. The latency part writes with bench/loadgen.cc and reads with
 # bench/latency_consumer.cc (built here). Each part writes its own section of
 # bench/RESULTS.md (the rest of the file is kept) and PNGs in bench/plots/.
 # --sections limits what both parts write (latency: the steady-load table).
@@ -78,7 +80,7 @@ while [ $# -gt 0 ]; do
     --per-txn|--systems|--poller-batch|--poller-interval|--scenarios|--mixed-events|\
       --mixed-rate|--mixed-seconds|--large-events|--large-txns) args+=("$1" "$2"); shift 2 ;;
     --results|--plots) out+=("$1" "$2"); shift 2 ;;
-    --saturate) lat+=("$1"); shift ;;
+    --saturate|--pin) lat+=("$1"); shift ;;
     --reps) lat+=("$1" "$2"); shift 2 ;;
     --sections) args+=("$1" "$2"); lat+=("$1" "$2"); shift 2 ;;  # both parts
     --writers) lat+=("$1" "$2"); shift 2 ;;

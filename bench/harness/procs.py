@@ -113,3 +113,33 @@ def stop_process(child):
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
+
+
+# --pin (bench/latency.py): the writers and PostgreSQL on one core, Kafka,
+# the system under test and the consumer on the other, so that neither side
+# waits for the other's CPU.
+PIN_DATABASE, PIN_DELIVERY = "0", "1"
+
+
+def pin_command(cmd, cpus):
+    """cmd run on `cpus` (taskset's list), or as is when cpus is falsy."""
+    return ["taskset", "-c", cpus] + cmd if cpus else cmd
+
+
+def pin_tree(pid, cpus):
+    """Pins process `pid`, every thread of it, and its live children (and
+    theirs); children it forks later inherit the pinning (a PostgreSQL
+    postmaster's new backends and walsenders)."""
+    pids, todo = [], [str(pid)]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as c:
+                todo += c.read().split()
+        except OSError:
+            pass
+    for p in pids:
+        subprocess.run(["taskset", "-a", "-p", "-c", cpus, p], check=True,
+                       stdout=subprocess.DEVNULL)
+    return len(pids)
