@@ -512,11 +512,22 @@ case $phase in
       kp play -bad "$work/secrets" <"$work/bad.yaml" >"$work/played-bad.yaml"
       played+=("$work/played-bad.yaml")
       volumes+=($(kp names ConfigMap <"$work/played-bad.yaml") "$(kp names Deployment <"$work/played-bad.yaml")-tmp")
-      pm kube play "$work/played-bad.yaml" >"$work/play-bad.log" 2>&1 || true
       bad=$(kp names Deployment <"$work/played-bad.yaml")-pod-0
-      # (podman restarts the failing pod's init container, as a kubelet
-      # would with back-off: its log holds one run after another.)
-      out=$(pm logs "$bad-validate" 2>&1 || true)
+      # podman restarts the failing pod's init container, as a kubelet
+      # would with back-off: its log holds one run after another. kube play
+      # itself may wait for that init container to succeed, for ever (it
+      # once held the test to its timeout, the pod left restarting): it runs
+      # in the background until validate has said why.
+      pm kube play "$work/played-bad.yaml" >"$work/play-bad.log" 2>&1 &
+      play_pid=$!
+      out=
+      for _ in $(seq 240); do
+        out=$(pm logs "$bad-validate" 2>&1 || true)
+        grep -q '^FAIL ' <<<"$out" && break
+        sleep 0.5
+      done
+      kill "$play_pid" 2>/dev/null || true
+      wait "$play_pid" 2>/dev/null || true
       line=$(grep -m1 '^FAIL ' <<<"$out" || true)
       echo "validate in the failing pod: $line"
       [ "$line" = "FAIL tables: outbox table public.${id}_missing does not exist in database $(psql -Atc 'SELECT current_database()')" ] ||

@@ -114,6 +114,17 @@ TEST_F(RelayExactlyOnceE2ETest, StandbyFencesAPausedInstance) {
       .IgnoreError();
   // Its own log file: the first one's log is asserted on below.
   relay_ = Process::Start(RelayArgs(), dir_ + "/standby.log");
+  // Active once it has initialised its transactions (the fencing) and
+  // streams: the slot's "active" alone may still be the first one's
+  // terminated walsender, and the first resumed before the fencing would
+  // meet only the lost connection.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return relay_->Output().find("role active was=standby") !=
+               std::string::npos;
+      },
+      60000))
+      << relay_->Output();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   first->Signal(SIGCONT);
@@ -233,7 +244,12 @@ TEST_F(RelayExactlyOnceE2ETest, ASlowTransactionIsSplitBeforeTheTimeout) {
 // instance; it is replayed from the checkpoint and nothing is lost or
 // repeated.
 TEST_F(RelayExactlyOnceE2ETest, ATimedOutTransactionIsNotCalledFenced) {
-  StartRelay({"--set", "kafka.properties.transaction.timeout.ms=3000"});
+  // Each Kafka transaction stays open 2 s (commits every 100 ms by
+  // default): a pause then nearly always finds one open, not between a
+  // commit (slow on a loaded machine) and the next begin; three pauses
+  // that found none failed the test once.
+  StartRelay({"--set", "kafka.properties.transaction.timeout.ms=3000", "--set",
+              "kafka.transaction.max_ms=2000"});
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   StartWriters(1);
   // A session ends once the broker has aborted a transaction.
