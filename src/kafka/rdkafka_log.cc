@@ -7,8 +7,7 @@
 namespace outbox {
 namespace {
 
-void Log(const rd_kafka_t*, int level, const char* facility,
-         const char* line) {
+void Log(const rd_kafka_t*, int level, const char* facility, const char* line) {
   if (RdKafkaLogShown(level, facility, line)) {
     fprintf(stderr, "librdkafka %s: %s\n", facility, line);
   }
