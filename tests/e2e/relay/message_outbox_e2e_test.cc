@@ -151,7 +151,15 @@ TEST_P(MessageOutboxE2ETest, HeartbeatComesBackAndAStoppedWalsenderIsNotReady) {
         return code == 503;
       },
       30000);
-  const double age = RelayMetric(*relay_, "outbox_relay_heartbeat_age_seconds");
+  // The gauge is refreshed at each turn of the relay's loop, /readyz at
+  // each request: it may lag the 503 by a turn.
+  double age = 0;
+  WaitUntil(
+      [&] {
+        age = RelayMetric(*relay_, "outbox_relay_heartbeat_age_seconds");
+        return age > 3;
+      },
+      10000);
   kill(std::stoi(walsender), SIGCONT);
   ASSERT_TRUE(not_ready) << code << " " << body << "\n" << relay_->Output();
   EXPECT_THAT(body, HasSubstr("no heartbeat came back through the slot"));
