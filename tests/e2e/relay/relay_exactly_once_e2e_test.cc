@@ -28,10 +28,32 @@ class RelayExactlyOnceE2ETest : public ExactlyOnceRelayE2ETest {
       });
     }
   }
+  // A failed ASSERT returns before Join(): the writers must not outlive
+  // the vectors they write to.
+  void TearDown() override {
+    stop_ = true;
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+    ExactlyOnceRelayE2ETest::TearDown();
+  }
+  // The relay's own word that it streams: under exactly once the slot is
+  // taken before init_transactions, which may still fail and be retried
+  // (a broker's coordinator loading, for one), so the slot's "active" alone
+  // does not say this process holds it.
+  bool WaitStreaming(const Process& relay, int timeout_ms = 60000) {
+    return WaitUntil(
+        [&] {
+          return relay.Output().find("role active was=standby") !=
+                 std::string::npos;
+        },
+        timeout_ms);
+  }
   void Join(std::vector<Event>* committed,
             std::vector<std::string>* rolled_back) {
     stop_ = true;
     for (auto& t : threads_) t.join();
+    threads_.clear();
     for (size_t w = 0; w < committed_.size(); ++w) {
       committed->insert(committed->end(), committed_[w].begin(),
                         committed_[w].end());
@@ -96,35 +118,32 @@ TEST_F(RelayExactlyOnceE2ETest, SigkillAtRandomMomentsNoDuplicates) {
 
 TEST_F(RelayExactlyOnceE2ETest, StandbyFencesAPausedInstance) {
   // The first instance keeps its Kafka transaction open (it commits every
-  // 20 s), so it holds one when it is paused.
+  // 20 s), so it holds one when it is paused. Its walsender ends the
+  // connection once the paused instance has been silent for
+  // wal_sender_timeout (3 s here, for this instance's connections only),
+  // which frees the slot, as for a zombie. (pg_terminate_backend is no
+  // model: a walsender told to end writes its FATAL message to a client
+  // that reads nothing, blocks once the socket's buffer is full, and keeps
+  // the slot.)
   StartRelay({"--set", "kafka.transaction.max_ms=20000", "--set",
-              "kafka.transaction.max_events=1000000"});
+              "kafka.transaction.max_events=1000000", "--set",
+              "postgres.conninfo=" + pg_conninfo_ +
+                  " options=-cwal_sender_timeout=3s"});
+  ASSERT_TRUE(WaitStreaming(*relay_)) << relay_->Output();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   StartWriters(2);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  // Pause the first instance and take its slot away, as a zombie after
-  // wal_sender_timeout; a second instance takes over and fences it.
+  // Pause the first instance; a second instance takes its slot over once
+  // the walsender has given up on it, and fences it.
   std::unique_ptr<Process> first = std::move(relay_);
   first->Signal(SIGSTOP);
-  db_->Query(
-         "SELECT pg_terminate_backend(active_pid) FROM "
-         "pg_replication_slots WHERE slot_name = '" +
-         slot_ + "'")
-      .status()
-      .IgnoreError();
   // Its own log file: the first one's log is asserted on below.
   relay_ = Process::Start(RelayArgs(), dir_ + "/standby.log");
   // Active once it has initialised its transactions (the fencing) and
   // streams: the slot's "active" alone may still be the first one's
   // terminated walsender, and the first resumed before the fencing would
   // meet only the lost connection.
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        return relay_->Output().find("role active was=standby") !=
-               std::string::npos;
-      },
-      60000))
-      << relay_->Output();
+  ASSERT_TRUE(WaitStreaming(*relay_)) << relay_->Output();
   ASSERT_TRUE(WaitActive()) << relay_->Output();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   first->Signal(SIGCONT);
@@ -250,7 +269,7 @@ TEST_F(RelayExactlyOnceE2ETest, ATimedOutTransactionIsNotCalledFenced) {
   // that found none failed the test once.
   StartRelay({"--set", "kafka.properties.transaction.timeout.ms=3000", "--set",
               "kafka.transaction.max_ms=2000"});
-  ASSERT_TRUE(WaitActive()) << relay_->Output();
+  ASSERT_TRUE(WaitStreaming(*relay_)) << relay_->Output();
   StartWriters(1);
   // A session ends once the broker has aborted a transaction.
   const std::string ended = "session ended";
