@@ -132,8 +132,10 @@ KUBE_VERSION=$(sed -n 's/^KUBERNETES_VERSION = "\(.*\)"/\1/p' "$root/tests/helm/
 id=kube_$$ rel=kube-$$   # (table, slot, topic) and the Helm release
 work=$(mktemp -d "/tmp/$id.XXXXXX")
 played=() volumes=() secrets=()
+playing=   # the process group of a kube play still running (kube_play)
 cleanup() {
   local f v
+  [ -z "$playing" ] || kill -TERM -- "-$playing" 2>/dev/null || true
   [ ! -f "$work/played.list" ] || mapfile -t -O "${#played[@]}" played <"$work/played.list"
   [ ! -f "$work/volumes.list" ] || mapfile -t -O "${#volumes[@]}" volumes <"$work/volumes.list"
   for f in "${played[@]}"; do
@@ -152,6 +154,46 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# ctest ends a test past its TIMEOUT with SIGKILL, which no trap sees: the
+# pods would be left restarting for the rest of the suite. Ending itself
+# first (TERM interrupts the `wait`s and sleeps below) runs the cleanup.
+deadline=${OUTBOX_KUBE_DEADLINE_S:-540}
+trap 'echo "FAIL: $phase: not done within $deadline s (OUTBOX_KUBE_DEADLINE_S)"; exit 1' TERM
+(sleep "$deadline" && kill -TERM $$) >/dev/null 2>&1 &
+watchdog=$!
+trap 'kill "$watchdog" 2>/dev/null || true; cleanup' EXIT
+
+# kube_play YAML LOG INIT SECONDS [first-fail]: `podman kube play YAML`
+# (its output in LOG), bounded. podman 4.3's kube play waits for the pod's
+# init container INIT to succeed, restarting it while it fails, as a
+# kubelet would (validate --connect may fail once while a server is busy),
+# for ever if it never does. Returns 0 once kube play has; 3 after SECONDS;
+# with first-fail, 2 as soon as INIT has printed a FAIL line. $init_log
+# holds what INIT printed, every run of it.
+kube_play() {
+  local yaml=$1 log=$2 init=$3 limit=$4 first_fail=${5:-} pid rc t0=$SECONDS
+  init_log=
+  # In a session of its own, so that stopping it stops podman too (left
+  # running, it held the next `podman kube down` for minutes).
+  setsid "$root/scripts/container.sh" podman kube play "$yaml" >"$log" 2>&1 &
+  pid=$! playing=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    init_log=$(pm logs "$init" 2>&1 || true)
+    if { [ -n "$first_fail" ] && grep -q '^FAIL ' <<<"$init_log"; } ||
+      [ $((SECONDS - t0)) -ge "$limit" ]; then
+      kill -TERM -- "-$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      playing=
+      grep -q '^FAIL ' <<<"$init_log" && return 2
+      return 3
+    fi
+    sleep 0.5
+  done
+  wait "$pid" && rc=0 || rc=$?
+  playing=
+  init_log=$(pm logs "$init" 2>&1 || true)
+  return $rc
+}
 
 render() {  # render OUT VALUES [helm args...]
   local out=$1 values=$2; shift 2
@@ -188,11 +230,21 @@ play_replicas() {
     fi
     played+=("$yaml")
     volumes+=($(kp names ConfigMap <"$yaml"))
-    pm kube play "$yaml" >"$work/play-$i.log" 2>&1 ||
-      { cat "$work/play-$i.log"; fail "podman kube play of replica $i failed"; exit 1; }
-    ports[i]=$port
     # podman names a Deployment's pods NAME-pod-0, -1, ...
     pods[i]=$(kp names Deployment <"$yaml")-pod-0
+    kube_play "$yaml" "$work/play-$i.log" "${pods[i]}-validate" 240 || {
+      rc=$?
+      cat "$work/play-$i.log"
+      fail "podman kube play of replica $i: $([ $rc = 3 ] && echo "not done in 240 s" || echo "exit $rc");" \
+        "its validate init container ran $(grep -c '^ok config: ' <<<"$init_log") time(s), saying:" \
+        "$(grep '^FAIL ' <<<"$init_log" | sort | uniq -c)"
+      exit 1
+    }
+    # validate failed before it passed (podman restarted it): why, once.
+    if grep -q '^FAIL ' <<<"$init_log"; then
+      echo "replica $i: validate failed before it passed: $(grep '^FAIL ' <<<"$init_log" | sort | uniq -c)"
+    fi
+    ports[i]=$port
     ctrs[i]=$(main_container "${pods[i]}")
     [ -n "${ctrs[i]}" ] || { fail "replica $i: no pod or container"; exit 1; }
     volumes+=($(pm inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "${ctrs[i]}"))
@@ -518,16 +570,8 @@ case $phase in
       # itself may wait for that init container to succeed, for ever (it
       # once held the test to its timeout, the pod left restarting): it runs
       # in the background until validate has said why.
-      pm kube play "$work/played-bad.yaml" >"$work/play-bad.log" 2>&1 &
-      play_pid=$!
-      out=
-      for _ in $(seq 240); do
-        out=$(pm logs "$bad-validate" 2>&1 || true)
-        grep -q '^FAIL ' <<<"$out" && break
-        sleep 0.5
-      done
-      kill "$play_pid" 2>/dev/null || true
-      wait "$play_pid" 2>/dev/null || true
+      kube_play "$work/played-bad.yaml" "$work/play-bad.log" "$bad-validate" 120 first-fail || true
+      out=$init_log
       line=$(grep -m1 '^FAIL ' <<<"$out" || true)
       echo "validate in the failing pod: $line"
       [ "$line" = "FAIL tables: outbox table public.${id}_missing does not exist in database $(psql -Atc 'SELECT current_database()')" ] ||
