@@ -243,7 +243,7 @@ struct KafkaConfig {
 
 struct LimitsConfig {
   int64_t max_inflight_events = 10000;
-  int64_t max_inflight_bytes = 4 << 20;
+  int64_t max_inflight_bytes = 2 << 20;
   int64_t min_inflight_bytes = 256 << 10;
   int64_t max_tracked_events = 100000;
 };

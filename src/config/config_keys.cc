@@ -486,7 +486,9 @@ std::vector<ConfigKey> BuildKeys() {
           .For(kRelayOnly));
   add(Global("limits.max_inflight_bytes", G(limits.max_inflight_bytes),
              "bytes handed to Kafka but not yet acknowledged before reading "
-             "pauses (KiB/MiB/GiB suffixes allowed)")
+             "pauses: keys and values, plus 512 per record for what "
+             "librdkafka and the relay hold beside them (KiB/MiB/GiB "
+             "suffixes allowed)")
           .Min(1)
           .Bytes()
           .For(kRelayOnly));

@@ -95,7 +95,7 @@ struct RelayOptions {
   // The cap of the in-flight byte window; the window itself follows what
   // Kafka's acknowledgements need (InflightWindow), from
   // min_inflight_bytes up.
-  int64_t max_inflight_bytes = 4 << 20;
+  int64_t max_inflight_bytes = 2 << 20;
   int64_t min_inflight_bytes = 256 << 10;
   // The producer's linger.ms, in microseconds: part of how long a record
   // stays in flight.
@@ -196,6 +196,13 @@ struct RelayStats : RelayCounters {
 
 class Relay {
  public:
+  // What a record in flight holds beside its key and value, counted in the
+  // in-flight window (limits.max_inflight_bytes) so that the window bounds
+  // memory for small records as well as large ones: librdkafka's message
+  // and its copy of the headers, the request buffer's framing, and the
+  // relay's ticket.
+  static constexpr int64_t kRecordOverheadBytes = 512;
+
   // None of the pointers is owned; all must outlive Run(). `start` is the
   // slot's confirmed position (the watermark starts there). `observer` may
   // be null (nothing watches; RelayMetrics in the daemon). `policy`

@@ -11,6 +11,14 @@
 #include "relay/relay.h"
 
 namespace outbox {
+namespace {
+
+// A record's bytes in the in-flight window.
+int64_t WindowBytes(int64_t key_bytes, int64_t value_bytes) {
+  return key_bytes + value_bytes + Relay::kRecordOverheadBytes;
+}
+
+}  // namespace
 
 absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
   for (;;) {
@@ -19,7 +27,9 @@ absl::Status Relay::ProduceTracked(const Record& record, uint64_t ticket) {
       ++unsent_;
       ++counters_.events_produced;
       in_flight_.OnProduced(
-          ticket, static_cast<int64_t>(record.key.size() + record.value.size()),
+          ticket,
+          WindowBytes(static_cast<int64_t>(record.key.size()),
+                      static_cast<int64_t>(record.value.size())),
           in_flight_.sampling() ? clock_->NowMicros() : 0);
       return absl::OkStatus();
     }
@@ -75,8 +85,8 @@ void Relay::ApplyReports() {
 
 void Relay::ApplyReport(const DeliveryOutcome& o, FailedRecord* failed) {
   const bool delivered = o.status.ok();
-  in_flight_.OnReport(o.ticket, o.key_bytes + o.value_bytes, delivered,
-                      o.arrived_us);
+  in_flight_.OnReport(o.ticket, WindowBytes(o.key_bytes, o.value_bytes),
+                      delivered, o.arrived_us);
   if (delivered) {
     const bool dead_letter = poison_.IsDeadLetterTopic(*o.topic);
     ++counters_.events_delivered;

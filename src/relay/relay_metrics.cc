@@ -56,7 +56,9 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
                               "Events produced to Kafka and not yet reported.");
   inflight_bytes_ =
       NewGauge(r, "outbox_relay_inflight_bytes",
-               "Key and value bytes produced to Kafka and not yet reported.");
+               "Bytes produced to Kafka and not yet reported: keys and "
+               "values, plus 512 per record for what librdkafka and the "
+               "relay hold beside them.");
   tracked_events_ = NewGauge(
       r, "outbox_relay_tracked_events",
       "Events from the oldest one Kafka has not acknowledged to the newest "

@@ -64,7 +64,7 @@ TEST(ConfigTest, Defaults) {
                     Pair("linger.ms", "5"), Pair("compression.type", "none")));
     EXPECT_EQ(c.kafka.flush_timeout_ms, 30000);
     EXPECT_EQ(c.limits.max_inflight_events, 10000);
-    EXPECT_EQ(c.limits.max_inflight_bytes, 4 * 1024 * 1024);
+    EXPECT_EQ(c.limits.max_inflight_bytes, 2 * 1024 * 1024);
     EXPECT_EQ(c.limits.max_tracked_events, 100000);
     EXPECT_EQ(c.http.listen, "127.0.0.1:9187");
     EXPECT_EQ(c.log.format, LogFormat::kText);
@@ -533,7 +533,7 @@ TEST(ConfigTest, HelpTextMentionsEveryKeyOfItsToolAndDefault) {
     EXPECT_THAT(help, HasSubstr(absl::StrCat("Usage: ", ToolName(tool))));
   }
   EXPECT_THAT(HelpText(Tool::kRelay),
-              HasSubstr("limits.max_inflight_bytes = 4194304"));
+              HasSubstr("limits.max_inflight_bytes = 2097152"));
   // Every key is some tool's.
   for (const ConfigKey& key : ConfigKeys()) {
     EXPECT_NE(key.tools, 0u) << key.path;

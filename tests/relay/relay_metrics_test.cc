@@ -71,8 +71,9 @@ TEST_F(RelayMetricsTest, GaugesShowPendingEventsAndLag) {
                   checked = true;
                   EXPECT_TRUE(metrics_->streaming());
                   EXPECT_EQ(Get("outbox_relay_inflight_events"), 3);
+                  // key "agg-i", value {"n": i}, and each record's share
                   EXPECT_EQ(Get("outbox_relay_inflight_bytes"),
-                            3 * (5 + 8));  // key "agg-i", value {"n": i}
+                            3 * (5 + 8 + Relay::kRecordOverheadBytes));
                   EXPECT_EQ(Get("outbox_relay_received_lsn"),
                             static_cast<double>(script_.last_end()));
                   EXPECT_EQ(Get("outbox_relay_confirmed_lsn"),
