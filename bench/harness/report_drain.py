@@ -110,7 +110,7 @@ def report_large(args, bench, summary):
              "from pg_stat_replication_slots) and sends it only once decoded to its "
              "COMMIT; outbox-relay then produces its events as they arrive, and its "
              "in-flight limits (limits.max_inflight_events 10000, max_inflight_bytes "
-             "4 MiB by default) bound its memory although it confirms nothing until the "
+             "2 MiB by default, with 512 bytes per record counted) bound its memory although it confirms nothing until the "
              "transaction's last event is acknowledged. Drain time and CPU as in the suite above.")
     L.append("")
     if "large" in bench.writes:

@@ -208,13 +208,16 @@ class FaultHarness : public ::testing::TestWithParam<System> {
                                "kafka.checkpoint_topic=" + slot_ + "_cp"});
     }
     if (relay()) {
-      // A fixed 4 MiB window, as before the window followed the
+      // A fixed window, as before the window followed the
       // acknowledgements: the outage checks need the relay to read on
       // while Kafka is away, which a window sized for a healthy broker's
-      // round trip stops within a few hundred milliseconds.
+      // round trip stops within a few hundred milliseconds. 8 MiB with
+      // each record's 512 bytes counted holds about as many of these
+      // records as the 4 MiB of keys and values it was.
       args.insert(args.end(), {"--slot", slot_, "--set",
                                "postgres.state_dir=" + dir_ + "/state", "--set",
-                               "limits.min_inflight_bytes=4MiB"});
+                               "limits.min_inflight_bytes=8MiB", "--set",
+                               "limits.max_inflight_bytes=8MiB"});
       args.insert(args.end(), extra.begin(), extra.end());
     } else {
       args.insert(args.end(), {"--set", "poller.interval_ms=100", "--set",
