@@ -300,11 +300,15 @@ absl::Status RowsKept(PgConnection* db, const OutboxTable& table,
                          at_or_before, ")"),
             {by_time ? selection.since : absl::StrCat(selection.seq_from)}));
     if (PgConnection::Value(older, 0, 0) == "t") return absl::OkStatus();
-    what = absl::StrCat("it holds no row before ",
+    ASSIGN_OR_RETURN(PgResult first, db->Query(absl::StrCat(
+                                         "SELECT min(", db->Identifier(column),
+                                         ")::text FROM ", name)));
+    what = absl::StrCat("it holds no row at or before ",
                         selection.kind == RowSelection::Kind::kTime
                             ? selection.since
                             : absl::StrCat(selection.seq_from),
-                        ", where the selection starts");
+                        ", where the selection starts (its oldest has ", column,
+                        " ", PgConnection::Value(first, 0, 0), ")");
   } else {
     return absl::OkStatus();
   }
