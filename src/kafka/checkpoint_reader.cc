@@ -75,6 +75,11 @@ absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> NewConsumer(
   props.emplace_back("enable.auto.commit", "false");
   props.emplace_back("isolation.level", std::string(isolation));
   props.emplace_back("enable.partition.eof", "true");
+  // A fetch at the end of a partition answers at once instead of waiting
+  // (500 ms by default) for records that are not coming; destroying the
+  // client also waits for that fetch. Each session start reads up to three
+  // topics this way (checkpoint, pause, operator records).
+  props.emplace_back("fetch.wait.max.ms", "10");
   props.emplace_back("allow.auto.create.topics", "false");
   UseRdKafkaLog(conf);
   props.emplace_back("client.id", "outbox-relay-checkpoint-reader");
@@ -235,13 +240,22 @@ absl::Status ReadKeyedValues(
       return s.ok() ? absl::UnavailableError(topic) : s;
     }
     if (high[p] <= low) continue;
-    rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset =
-        RD_KAFKA_OFFSET_BEGINNING;
+    // The low watermark just read, not OFFSET_BEGINNING: no offset lookup
+    // (a ListOffsets round trip, and librdkafka's wait before it).
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = low;
     ++to_read;
   }
   if (to_read == 0) {
     rd_kafka_topic_partition_list_destroy(list);
     return absl::OkStatus();
+  }
+  // The reader's own metadata first: its connection to the leaders is up
+  // before it is assigned, instead of its first fetch waiting for it.
+  if (absl::StatusOr<int> warm =
+          TopicPartitions(rk, topic, timeout_ms, what, topic_exists);
+      !warm.ok()) {
+    rd_kafka_topic_partition_list_destroy(list);
+    return warm.status();
   }
   e = rd_kafka_assign(rk, list);
   rd_kafka_topic_partition_list_destroy(list);
