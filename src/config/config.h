@@ -221,6 +221,7 @@ struct KafkaConfig {
   std::string state_topic = "outbox.relay.state";
   int64_t transaction_max_ms = 100;
   int64_t transaction_max_events = 10000;
+  int64_t transaction_backlog_ms = 1000;
   int64_t transaction_split_events = 1000000;
   // Creating missing event topics (docs/operations/topics.md), like
   // Debezium's topic.creation.default.*; off: a missing topic is waited for.

@@ -4,7 +4,8 @@
 // into Kafka"): the Relay calls it at the same four points whatever the
 // mode, and AckTracker and the sink know nothing of either.
 //
-//   B               -> OnBegin(commit_lsn)
+//   B               -> OnBegin(commit_lsn), then OnBacklog(behind_us)
+//   a read pass that found the stream empty -> OnBacklog(0)
 //   routed insert   -> Admit(ticket, now_us): publish, drop (published
 //                      before) or dead-letter (Kafka refused it before)
 //   C               -> OnCommit(end_lsn, now_us), after AckTracker::Commit
@@ -36,6 +37,10 @@ class CommitPolicy {
   // A transaction opens; commit_lsn is its commit record's LSN (wal2json
   // and pgoutput both send it in B).
   virtual void OnBegin(Lsn commit_lsn) = 0;
+  // How far behind PostgreSQL the stream is: at B, the relay's time minus
+  // the opening transaction's commit time (0 when the plugin sent none);
+  // 0 once a read finds the stream empty (caught up).
+  virtual void OnBacklog(int64_t behind_us) { (void)behind_us; }
 
   // What the Relay does with one routed event.
   struct Admission {

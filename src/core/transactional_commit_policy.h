@@ -9,7 +9,12 @@
 //
 // Cadence: a Kafka transaction commits at the first PostgreSQL commit after
 // it has been open max_ms or holds max_events events (or on a loop turn
-// between PostgreSQL transactions once it is due). A PostgreSQL transaction
+// between PostgreSQL transactions once it is due). While the stream is
+// behind PostgreSQL by backlog_ms or more (OnBacklog: a backlog, the events
+// have waited that long already), max_ms gives way to backlog_ms: fewer,
+// larger transactions, so that each commit's flush and round trip, during
+// which the loop reads nothing, is a small share of the drain; this adds at
+// most what the events had waited already. A PostgreSQL transaction
 // is split when the Kafka transaction already holds split_events events,
 // or has been open split_ms (a PostgreSQL transaction that streams slowly,
 // wide rows or Kafka backpressure, must not outlive the producer's
@@ -58,6 +63,9 @@ struct TransactionOptions {
   std::string checkpoint_topic = "outbox.relay.checkpoints";
   int64_t max_ms = 100;
   int64_t max_events = 10000;
+  // Behind by this long or more, commit after this long instead of max_ms
+  // (<= max_ms: never).
+  int64_t backlog_ms = 1000;
   int64_t split_events = 1000000;
   // Split a PostgreSQL transaction once the Kafka transaction has been
   // open this long (and commit between them by then at the latest, even
@@ -83,6 +91,7 @@ class TransactionalCommitPolicy final : public CommitPolicy {
                             RefusedEvents* refused = nullptr);
 
   void OnBegin(Lsn commit_lsn) override;
+  void OnBacklog(int64_t behind_us) override { behind_us_ = behind_us; }
   absl::StatusOr<Admission> Admit(uint64_t ticket, int64_t now_us) override;
   // Unavailable naming the refusal; from then on nothing commits and
   // Finish() aborts. May be called from inside CommitTransaction(), which
@@ -104,10 +113,13 @@ class TransactionalCommitPolicy final : public CommitPolicy {
  private:
   bool Due(int64_t now_us) const;
   // How long a Kafka transaction stays open between PostgreSQL
-  // transactions: max_ms, or split_ms if sooner.
+  // transactions: max_ms (backlog_ms while behind), or split_ms if sooner.
   int64_t CommitAfterMs() const {
-    return options_.split_ms > 0 ? std::min(options_.max_ms, options_.split_ms)
-                                 : options_.max_ms;
+    int64_t ms = options_.max_ms;
+    if (options_.backlog_ms > ms && behind_us_ >= options_.backlog_ms * 1000) {
+      ms = options_.backlog_ms;
+    }
+    return options_.split_ms > 0 ? std::min(ms, options_.split_ms) : ms;
   }
   // The open Kafka transaction must split the PostgreSQL transaction.
   bool SplitDue(int64_t now_us) const;
@@ -144,6 +156,7 @@ class TransactionalCommitPolicy final : public CommitPolicy {
   int64_t pg_events_ = 0;   // events of the open PostgreSQL transaction
   Lsn last_ = kInvalidLsn;  // newest Confirmable() answer
   int64_t commits_ = 0;
+  int64_t behind_us_ = 0;  // the newest OnBacklog()
 };
 
 }  // namespace outbox

@@ -90,6 +90,8 @@ absl::Status Relay::Run(const std::atomic<bool>& stop) {
     if (absl::Status s = ActOnReports(); !s.ok()) return Shutdown(s);
     ReadPass pass;
     if (absl::Status s = ReadBatch(&pass); !s.ok()) return Shutdown(s);
+    // Read to the end of what the walsender had sent: caught up.
+    if (pass.messages == 0 && !pass.held && !Paused()) policy_->OnBacklog(0);
     if (absl::Status s = MaybeSendStatus(false); !s.ok()) return Shutdown(s);
     EndTurn();
     if (!pass.more) WaitAfter(pass);

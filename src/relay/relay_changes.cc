@@ -69,6 +69,9 @@ absl::Status Relay::HandleBegin(const StreamMessage& msg) {
   in_transaction_ = true;
   txn_commit_lsn_ = change_.lsn;
   policy_->OnBegin(change_.lsn);
+  policy_->OnBacklog(change_.commit_time_us > 0
+                         ? clock_->UnixMicros() - change_.commit_time_us
+                         : 0);
   return in_flight_.Begin(change_.commit_time_us);
 }
 

@@ -92,6 +92,7 @@ TransactionOptions TransactionOptionsFor(const Config& config) {
   txn.checkpoint_topic = config.kafka.checkpoint_topic;
   txn.max_ms = config.kafka.transaction_max_ms;
   txn.max_events = config.kafka.transaction_max_events;
+  txn.backlog_ms = config.kafka.transaction_backlog_ms;
   txn.split_events = config.kafka.transaction_split_events;
   txn.timeout_ms = TransactionTimeoutMs(config);
   txn.split_ms = txn.timeout_ms / 3;  // well before the broker aborts

@@ -107,6 +107,67 @@ TEST(TransactionalCommitPolicyTest, WakesTheRelayWhenTheTransactionFallsDue) {
   EXPECT_EQ(p.WakeAtUs(), -1);  // committed
 }
 
+// Behind PostgreSQL by backlog_ms or more (a backlog), a Kafka transaction
+// stays open up to backlog_ms instead of max_ms; once a read finds the
+// stream empty, or a transaction read is recent again, max_ms applies.
+TEST(TransactionalCommitPolicyTest, ABacklogKeepsTheTransactionOpenLonger) {
+  FakeKafkaTransactions kafka;
+  TransactionOptions o = Options();  // max_ms 100
+  o.backlog_ms = 1000;
+  TransactionalCommitPolicy p(o, &kafka, Start(kInvalidLsn));
+  p.OnBegin(0x10);
+  p.OnBacklog(5'000'000);  // committed 5 s ago
+  ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  ASSERT_TRUE(p.OnCommit(0x20, 0).ok());
+  EXPECT_EQ(p.WakeAtUs(), 1'000'000);
+  // Past max_ms, behind: still open, nothing confirmable.
+  EXPECT_EQ(Confirm(p, 0x20, 500'000), kInvalidLsn);
+  EXPECT_EQ(Txn(p, 0x30, 0x40, 1, 600'000), 1);
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin"}));
+  // At backlog_ms: commits.
+  EXPECT_EQ(Confirm(p, 0x40, 1'000'000), 0x40u);
+  EXPECT_EQ(kafka.calls,
+            (std::vector<std::string>{"begin", "checkpoint", "commit"}));
+  // Behind, then caught up (an empty read): max_ms again.
+  EXPECT_EQ(Txn(p, 0x50, 0x60, 1, 2'000'000), 1);
+  EXPECT_EQ(Confirm(p, 0x60, 2'150'000), 0x40u);
+  p.OnBacklog(0);
+  EXPECT_EQ(p.WakeAtUs(), 2'100'000);
+  EXPECT_EQ(Confirm(p, 0x60, 2'150'000), 0x60u);
+  // Behind by less than backlog_ms: max_ms.
+  p.OnBegin(0x70);
+  p.OnBacklog(999'999);
+  ASSERT_EQ(Admit(p, 3'000'000), Admission::kPublish);
+  ASSERT_TRUE(p.OnCommit(0x80, 3'000'000).ok());
+  EXPECT_EQ(p.WakeAtUs(), 3'100'000);
+  EXPECT_EQ(Confirm(p, 0x80, 3'100'000), 0x80u);
+  // max_events still bounds a backlog's transaction.
+  o.max_events = 2;
+  TransactionalCommitPolicy q(o, &kafka, Start(kInvalidLsn));
+  kafka.calls.clear();
+  q.OnBegin(0x10);
+  q.OnBacklog(5'000'000);
+  ASSERT_EQ(Admit(q, 0), Admission::kPublish);
+  ASSERT_EQ(Admit(q, 0), Admission::kPublish);
+  ASSERT_TRUE(q.OnCommit(0x20, 0).ok());
+  EXPECT_EQ(kafka.calls,
+            (std::vector<std::string>{"begin", "checkpoint", "commit"}));
+}
+
+// backlog_ms at or below max_ms never changes the cadence.
+TEST(TransactionalCommitPolicyTest, ABacklogBoundBelowMaxMsIsOff) {
+  FakeKafkaTransactions kafka;
+  TransactionOptions o = Options();
+  o.backlog_ms = 0;
+  TransactionalCommitPolicy p(o, &kafka, Start(kInvalidLsn));
+  p.OnBegin(0x10);
+  p.OnBacklog(60'000'000);
+  ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  ASSERT_TRUE(p.OnCommit(0x20, 0).ok());
+  EXPECT_EQ(p.WakeAtUs(), 100'000);
+  EXPECT_EQ(Confirm(p, 0x20, 100'000), 0x20u);
+}
+
 TEST(TransactionalCommitPolicyTest, CommitsWholePostgresTransactionsOnly) {
   FakeKafkaTransactions kafka;
   TransactionOptions o = Options();
