@@ -428,9 +428,9 @@ std::vector<ConfigKey> BuildKeys() {
   add(Global("kafka.transaction.backlog_ms", G(kafka.transaction_backlog_ms),
              "exactly_once: while the relay reads transactions committed "
              "this long ago or longer (a backlog), keep the Kafka "
-             "transaction open up to this long instead of max_ms (fewer "
-             "commits, each of which stops reading for its round trip); "
-             "<= max_ms: never")
+             "transaction open up to this long instead of max_ms, and "
+             "max_events grows by as much (fewer commits, each of which "
+             "stops reading for its flush and round trip); <= max_ms: never")
           .Min(0)
           .For(kRelayOnly));
   add(Global("kafka.transaction.max_events", G(kafka.transaction_max_events),

@@ -23,7 +23,7 @@ void TransactionalCommitPolicy::OnBegin(Lsn commit_lsn) {
 }
 
 bool TransactionalCommitPolicy::Due(int64_t now_us) const {
-  return open_ && (txn_events_ >= options_.max_events ||
+  return open_ && (txn_events_ >= CommitAfterEvents() ||
                    now_us - opened_us_ >= CommitAfterMs() * 1000);
 }
 

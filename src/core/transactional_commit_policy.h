@@ -11,10 +11,11 @@
 // it has been open max_ms or holds max_events events (or on a loop turn
 // between PostgreSQL transactions once it is due). While the stream is
 // behind PostgreSQL by backlog_ms or more (OnBacklog: a backlog, the events
-// have waited that long already), max_ms gives way to backlog_ms: fewer,
-// larger transactions, so that each commit's flush and round trip, during
-// which the loop reads nothing, is a small share of the drain; this adds at
-// most what the events had waited already. A PostgreSQL transaction
+// have waited that long already), max_ms gives way to backlog_ms and
+// max_events grows by as much (backlog_ms / max_ms): fewer, larger
+// transactions, so that each commit's flush and round trip, during which
+// the loop reads nothing, is a small share of the drain; this adds at most
+// what the events had waited already. A PostgreSQL transaction
 // is split when the Kafka transaction already holds split_events events,
 // or has been open split_ms (a PostgreSQL transaction that streams slowly,
 // wide rows or Kafka backpressure, must not outlive the producer's
@@ -63,8 +64,8 @@ struct TransactionOptions {
   std::string checkpoint_topic = "outbox.relay.checkpoints";
   int64_t max_ms = 100;
   int64_t max_events = 10000;
-  // Behind by this long or more, commit after this long instead of max_ms
-  // (<= max_ms: never).
+  // Behind by this long or more, commit after this long instead of max_ms,
+  // and after max_events * backlog_ms / max_ms events (<= max_ms: never).
   int64_t backlog_ms = 1000;
   int64_t split_events = 1000000;
   // Split a PostgreSQL transaction once the Kafka transaction has been
@@ -115,11 +116,23 @@ class TransactionalCommitPolicy final : public CommitPolicy {
   // How long a Kafka transaction stays open between PostgreSQL
   // transactions: max_ms (backlog_ms while behind), or split_ms if sooner.
   int64_t CommitAfterMs() const {
-    int64_t ms = options_.max_ms;
-    if (options_.backlog_ms > ms && behind_us_ >= options_.backlog_ms * 1000) {
-      ms = options_.backlog_ms;
-    }
+    const int64_t ms = Behind() ? options_.backlog_ms : options_.max_ms;
     return options_.split_ms > 0 ? std::min(ms, options_.split_ms) : ms;
+  }
+  // How many events a Kafka transaction takes before it commits.
+  int64_t CommitAfterEvents() const {
+    if (!Behind()) return options_.max_events;
+    const double scale = static_cast<double>(options_.backlog_ms) /
+                         static_cast<double>(options_.max_ms);
+    return std::max<int64_t>(
+        options_.max_events,
+        static_cast<int64_t>(
+            std::min(static_cast<double>(options_.max_events) * scale, 1e15)));
+  }
+  // The stream is behind by backlog_ms or more, and backlog_ms is on.
+  bool Behind() const {
+    return options_.backlog_ms > options_.max_ms &&
+           behind_us_ >= options_.backlog_ms * 1000;
   }
   // The open Kafka transaction must split the PostgreSQL transaction.
   bool SplitDue(int64_t now_us) const;

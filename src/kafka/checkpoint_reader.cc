@@ -80,6 +80,10 @@ absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> NewConsumer(
   // client also waits for that fetch. Each session start reads up to three
   // topics this way (checkpoint, pause, operator records).
   props.emplace_back("fetch.wait.max.ms", "10");
+  // Partitions are assigned at the low watermark read a moment before: if
+  // it moved meanwhile (retention, DeleteRecords), start from the new
+  // beginning, never from the end.
+  props.emplace_back("auto.offset.reset", "earliest");
   props.emplace_back("allow.auto.create.topics", "false");
   UseRdKafkaLog(conf);
   props.emplace_back("client.id", "outbox-relay-checkpoint-reader");

@@ -141,17 +141,24 @@ TEST(TransactionalCommitPolicyTest, ABacklogKeepsTheTransactionOpenLonger) {
   ASSERT_TRUE(p.OnCommit(0x80, 3'000'000).ok());
   EXPECT_EQ(p.WakeAtUs(), 3'100'000);
   EXPECT_EQ(Confirm(p, 0x80, 3'100'000), 0x80u);
-  // max_events still bounds a backlog's transaction.
+  // Behind, max_events grows by backlog_ms / max_ms (10): 2 -> 20.
   o.max_events = 2;
   TransactionalCommitPolicy q(o, &kafka, Start(kInvalidLsn));
   kafka.calls.clear();
   q.OnBegin(0x10);
   q.OnBacklog(5'000'000);
-  ASSERT_EQ(Admit(q, 0), Admission::kPublish);
-  ASSERT_EQ(Admit(q, 0), Admission::kPublish);
+  for (int i = 0; i < 19; ++i) ASSERT_EQ(Admit(q, 0), Admission::kPublish);
   ASSERT_TRUE(q.OnCommit(0x20, 0).ok());
+  EXPECT_EQ(kafka.calls, (std::vector<std::string>{"begin"}));
+  q.OnBegin(0x30);
+  ASSERT_EQ(Admit(q, 0), Admission::kPublish);
+  ASSERT_TRUE(q.OnCommit(0x40, 0).ok());  // the 20th event's commit
   EXPECT_EQ(kafka.calls,
             (std::vector<std::string>{"begin", "checkpoint", "commit"}));
+  // Caught up: 2 again.
+  q.OnBacklog(0);
+  EXPECT_EQ(Txn(q, 0x50, 0x60, 2, 0), 2);
+  EXPECT_EQ(kafka.calls.size(), 6u);
 }
 
 // backlog_ms at or below max_ms never changes the cadence.
