@@ -122,12 +122,10 @@ class TransactionalCommitPolicy final : public CommitPolicy {
   // How many events a Kafka transaction takes before it commits.
   int64_t CommitAfterEvents() const {
     if (!Behind()) return options_.max_events;
-    const double scale = static_cast<double>(options_.backlog_ms) /
-                         static_cast<double>(options_.max_ms);
-    return std::max<int64_t>(
-        options_.max_events,
-        static_cast<int64_t>(
-            std::min(static_cast<double>(options_.max_events) * scale, 1e15)));
+    const int64_t scale = options_.backlog_ms / options_.max_ms;  // >= 1
+    return options_.max_events > INT64_MAX / scale
+               ? INT64_MAX
+               : options_.max_events * scale;
   }
   // The stream is behind by backlog_ms or more, and backlog_ms is on.
   bool Behind() const {
