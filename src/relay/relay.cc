@@ -147,8 +147,13 @@ absl::Status Relay::ReadBatch(ReadPass* pass) {
 
 absl::Status Relay::MaybeSendStatus(bool force) {
   int64_t now = clock_->NowMicros();
-  ASSIGN_OR_RETURN(Lsn confirmed,
-                   policy_->Confirmable(in_flight_.confirmed(), now));
+  // Amid an event (waiting for room in the producer's queue) the last
+  // answer stands.
+  Lsn confirmed = last_sent_flush_;
+  if (!in_event_) {
+    ASSIGN_OR_RETURN(confirmed,
+                     policy_->Confirmable(in_flight_.confirmed(), now));
+  }
   // Never move the slot back: the policy's answer (an exactly-once
   // checkpoint) may lie behind where the session started.
   confirmed = std::max(confirmed, start_);

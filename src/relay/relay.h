@@ -251,6 +251,7 @@ class Relay {
   // An outbox event: a row insert, or (from_message) a logical message
   // under the outbox prefix.
   absl::Status HandleEvent(const StreamMessage& msg, bool from_message);
+  absl::Status AdmitAndProduce(const StreamMessage& msg, bool from_message);
   absl::Status HandleLogicalMessage(const StreamMessage& msg);
   absl::Status HandleUpdate(const StreamMessage& msg);
   // True when an operator's action names this event: dropped and logged.
@@ -302,6 +303,11 @@ class Relay {
   Change change_;
   Record record_;
   bool in_transaction_ = false;
+  // Inside HandleEvent(): the event is admitted but maybe not produced
+  // (waiting for room in the producer's queue), so the policy is not
+  // asked what is confirmable: it could split the PostgreSQL transaction
+  // there, and its checkpoint would count the event as published.
+  bool in_event_ = false;
   bool was_paused_ = false;  // Paused() at the last ReadBatch()
   bool ending_ = false;      // end_session answered true: end at a boundary
   // Where the open transaction's commit record starts (from its Begin).

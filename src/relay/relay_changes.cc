@@ -137,6 +137,14 @@ absl::Status Relay::HandleLogicalMessage(const StreamMessage& msg) {
 }
 
 absl::Status Relay::HandleEvent(const StreamMessage& msg, bool from_message) {
+  in_event_ = true;
+  absl::Status s = AdmitAndProduce(msg, from_message);
+  in_event_ = false;
+  return s;
+}
+
+absl::Status Relay::AdmitAndProduce(const StreamMessage& msg,
+                                    bool from_message) {
   // Named by the operator: never produced, never tracked (the transaction
   // closes as if it had no outbox rows), poison or not.
   if (SkippedByOperator(from_message)) return absl::OkStatus();

@@ -171,5 +171,38 @@ TEST_F(RelayExactlyOnceTest, HaltOnARefusedRecordAbortsTheOpenTransaction) {
   }
 }
 
+TEST_F(RelayExactlyOnceTest, ASplitNeverCountsAnEventWaitingForQueueSpace) {
+  // Each event waits for room in the producer's queue, and every wait is
+  // past split_ms: a split made during the wait must not count the event
+  // that is admitted but not yet produced (its checkpoint would say it is
+  // published, and a replay would drop it).
+  std::vector<std::string> ids = script_.Txn(6);
+  TransactionOptions o;
+  o.max_ms = 1'000'000'000;
+  o.backlog_ms = 0;
+  o.split_ms = 1;
+  TransactionalCommitPolicy policy(o, &kafka_, At(kInvalidLsn));
+  policy_ = &policy;
+  sink_.queue_limit = 1;
+  std::vector<size_t> produced_at_commit;
+  kafka_.on_commit = [&] {
+    produced_at_commit.push_back(sink_.produced().size());
+  };
+  ASSERT_TRUE(Run([&] { DeliverAll(); }).ok());
+
+  ASSERT_EQ(sink_.produced().size(), ids.size());
+  ASSERT_EQ(kafka_.checkpoints.size(), produced_at_commit.size());
+  ASSERT_FALSE(kafka_.checkpoints.empty());
+  for (size_t i = 0; i < kafka_.checkpoints.size(); ++i) {
+    absl::StatusOr<Checkpoint> c = Checkpoint::Parse(kafka_.checkpoints[i]);
+    ASSERT_TRUE(c.ok()) << c.status();
+    if (c->partial_commit_lsn == kInvalidLsn) continue;
+    EXPECT_LE(c->partial_events, static_cast<int64_t>(produced_at_commit[i]))
+        << "checkpoint " << i;
+  }
+  EXPECT_EQ(Checkpoint::Parse(kafka_.checkpoints.back())->end_lsn,
+            script_.last_end());
+}
+
 }  // namespace
 }  // namespace outbox::testing
