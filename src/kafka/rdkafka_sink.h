@@ -114,6 +114,12 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
                                     absl::string_view value) override;
   absl::Status CommitTransaction() override;
   absl::Status AbortTransaction() override;
+  // Looks up `topic`'s partitions now, so that its first record (the
+  // first commit's checkpoint) is sent at once: librdkafka 2.0 otherwise
+  // holds a record to a topic this producer has not used until its next
+  // topic scan, up to a second. Unavailable if the lookup failed (the
+  // record then waits as it would have).
+  absl::Status LookUpTopic(const std::string& topic, int timeout_ms);
 
   // Raises a fatal producer error with that librdkafka error code, as the
   // broker thread would (rd_kafka_test_fatal_error). Tests only.

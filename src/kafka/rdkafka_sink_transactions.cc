@@ -65,9 +65,14 @@ absl::Status RdKafkaSink::BeginTransaction() {
 absl::Status RdKafkaSink::ProduceInTransaction(absl::string_view topic,
                                                absl::string_view key,
                                                absl::string_view value) {
+  rd_kafka_topic_t* rkt = TopicHandle(std::string(topic));
+  if (rkt == nullptr) {
+    return absl::AbortedError(
+        absl::StrCat("cannot produce the checkpoint to ", topic, ": ",
+                     rd_kafka_err2str(rd_kafka_last_error())));
+  }
   rd_kafka_resp_err_t e = rd_kafka_producev(
-      rk_, RD_KAFKA_V_TOPIC(std::string(topic).c_str()),
-      RD_KAFKA_V_KEY(key.data(), key.size()),
+      rk_, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_KEY(key.data(), key.size()),
       RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(kUntracked),
       RD_KAFKA_V_END);
@@ -104,6 +109,19 @@ absl::Status RdKafkaSink::CommitTransaction() {
           rk_, static_cast<int>(std::max<int64_t>(left_ms, 1))));
   if (s.ok() && !untracked_error_.ok()) return untracked_error_;
   return s;
+}
+
+absl::Status RdKafkaSink::LookUpTopic(const std::string& topic,
+                                      int timeout_ms) {
+  rd_kafka_topic_t* rkt = TopicHandle(topic);
+  const rd_kafka_metadata_t* md = nullptr;
+  const rd_kafka_resp_err_t e =
+      rkt == nullptr ? rd_kafka_last_error()
+                     : rd_kafka_metadata(rk_, 0, rkt, &md, timeout_ms);
+  if (md != nullptr) rd_kafka_metadata_destroy(md);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("cannot look up topic ", topic, ": ", rd_kafka_err2str(e)));
 }
 
 absl::Status RdKafkaSink::AbortTransaction() {

@@ -223,6 +223,12 @@ absl::Status SessionFactory::StartTransactions(
        {"checkpoint_topic", config_.kafka.checkpoint_topic}});
   session.policy = std::make_unique<TransactionalCommitPolicy>(
       txn, session.sink.get(), *checkpoint, &refused_);
+  // Best effort: if it fails, the first commit only waits longer.
+  if (absl::Status s = session.sink->LookUpTopic(
+          config_.kafka.checkpoint_topic, config_.kafka.flush_timeout_ms);
+      !s.ok()) {
+    Log(Severity::kWarn, std::string(s.message()));
+  }
   return absl::OkStatus();
 }
 
