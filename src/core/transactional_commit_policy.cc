@@ -55,7 +55,8 @@ absl::StatusOr<CommitPolicy::Admission> TransactionalCommitPolicy::Admit(
   }
   ++txn_events_;
   if (segments_.empty() || segments_.back().commit_lsn != pg_commit_lsn_) {
-    segments_.push_back({pg_commit_lsn_, ticket, ordinal});
+    if (ordinal != 0) resumed_.emplace_back(segments_.size(), ordinal);
+    segments_.push_back({pg_commit_lsn_, ticket});
   }
   Admission a;
   if (const std::string* refusal = refused_->Find(pg_commit_lsn_, ordinal)) {
@@ -63,6 +64,13 @@ absl::StatusOr<CommitPolicy::Admission> TransactionalCommitPolicy::Admit(
     a.refusal = *refusal;
   }
   return a;
+}
+
+int64_t TransactionalCommitPolicy::FirstOrdinal(size_t index) const {
+  for (const auto& [i, ordinal] : resumed_) {
+    if (i == index) return ordinal;
+  }
+  return 0;
 }
 
 absl::Status TransactionalCommitPolicy::OnRefused(uint64_t ticket,
@@ -80,7 +88,8 @@ absl::Status TransactionalCommitPolicy::OnRefused(uint64_t ticket,
   }
   --it;
   const int64_t ordinal =
-      it->first_ordinal + static_cast<int64_t>(ticket - it->first_ticket);
+      FirstOrdinal(static_cast<size_t>(it - segments_.begin())) +
+      static_cast<int64_t>(ticket - it->first_ticket);
   refused_->Add(it->commit_lsn, ordinal, error);
   // The transaction is abortable now: never commit it (Finish() aborts).
   if (failed_.ok()) {
@@ -136,6 +145,7 @@ absl::Status TransactionalCommitPolicy::Finish(bool commit) {
   open_ = false;
   aborted_ = true;
   segments_.clear();
+  resumed_.clear();
   absl::Status s = kafka_->AbortTransaction();
   if (!failed_.ok()) return failed_;  // the abort was best effort
   if (!s.ok()) return Fail(s);
@@ -157,6 +167,7 @@ absl::Status TransactionalCommitPolicy::Commit(Lsn partial_commit_lsn,
   refused_->Forget(c.end_lsn);
   open_ = false;
   segments_.clear();
+  resumed_.clear();
   open_end_ = kInvalidLsn;
   txn_events_ = 0;
   ++commits_;
@@ -173,6 +184,7 @@ absl::Status TransactionalCommitPolicy::Fail(const absl::Status& s) {
   }
   open_ = false;
   segments_.clear();
+  resumed_.clear();
   if (!failed_.ok()) return failed_;  // a refusal came first: say that
   const int64_t now_us =
       options_.clock != nullptr ? options_.clock->NowMicros() : now_us_;

@@ -49,7 +49,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/checkpoint.h"
@@ -140,19 +142,29 @@ class TransactionalCommitPolicy final : public CommitPolicy {
   absl::Status Fail(const absl::Status& s);
 
   // The events of one PostgreSQL transaction in the open Kafka
-  // transaction: tickets from first_ticket on are its events from
-  // first_ordinal on (tickets of one transaction are consecutive).
+  // transaction: tickets from first_ticket on are its events from its
+  // first ordinal on (tickets of one transaction are consecutive). The
+  // first ordinal is 0 unless resumed_ names the segment.
   struct Segment {
     Lsn commit_lsn;
     uint64_t first_ticket;
-    int64_t first_ordinal;
   };
+  // The first ordinal of segment `index`.
+  int64_t FirstOrdinal(size_t index) const;
 
   const TransactionOptions options_;
   KafkaTransactions* kafka_;
   RefusedEvents own_refused_;
   RefusedEvents* refused_;
-  std::vector<Segment> segments_;  // of the open Kafka transaction
+  // Of the open Kafka transaction: up to one per PostgreSQL transaction
+  // (100,000 in a backlog of one event each), so 16 bytes each, in a
+  // deque, which grows without a vector's doubled copy and gives its
+  // blocks back on clear().
+  std::deque<Segment> segments_;
+  // (segment index, first ordinal) of the segments that start past their
+  // transaction's first event: one split before this Kafka transaction,
+  // or replayed with its first events published; the first one if any.
+  std::vector<std::pair<size_t, int64_t>> resumed_;
   CheckpointFilter filter_;
   Checkpoint committed_;
   absl::Status failed_;

@@ -401,6 +401,64 @@ TEST(TransactionalCommitPolicyTest,
   EXPECT_EQ(refused.size(), 0u);
 }
 
+TEST(TransactionalCommitPolicyTest,
+     ARefusalAfterASplitNamesTheEventInItsTransaction) {
+  // A 10-event transaction split after 4 and 8 events: the third Kafka
+  // transaction holds its events 9 and 10, then a whole transaction.
+  FakeKafkaTransactions kafka;
+  RefusedEvents refused;
+  TransactionOptions o = Options();
+  o.split_events = 4;
+  TransactionalCommitPolicy p(o, &kafka, Start(0x50), &refused);
+  p.OnBegin(0x100);
+  uint64_t ninth = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (i == 8) ninth = next_ticket;
+    ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  }
+  ASSERT_TRUE(p.OnCommit(0x130, 0).ok());
+  ASSERT_EQ(kafka.checkpoints.size(), 2u);
+  p.OnBegin(0x200);
+  ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+  // The resumed segment's ordinals start at 8, the next one's at 0.
+  EXPECT_NE(p.OnRefused(ninth + 1, "too large").message().find("event 10"),
+            std::string::npos);
+  EXPECT_NE(refused.Find(0x100, 9), nullptr);
+  EXPECT_EQ(refused.size(), 1u);
+
+  // The same without the refusal of event 10: the next transaction's
+  // second event is its event 2.
+  FakeKafkaTransactions k2;
+  RefusedEvents r2;
+  TransactionalCommitPolicy p2(o, &k2, Start(0x50), &r2);
+  p2.OnBegin(0x100);
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(Admit(p2, 0), Admission::kPublish);
+  ASSERT_TRUE(p2.OnCommit(0x130, 0).ok());
+  p2.OnBegin(0x200);
+  uint64_t first = next_ticket;
+  ASSERT_EQ(Admit(p2, 0), Admission::kPublish);
+  ASSERT_EQ(Admit(p2, 0), Admission::kPublish);
+  EXPECT_NE(p2.OnRefused(first + 1, "too large").message().find("event 2"),
+            std::string::npos);
+  EXPECT_NE(r2.Find(0x200, 1), nullptr);
+
+  // The replay from the second checkpoint (8 events of 0x100 published)
+  // dead-letters event 10.
+  FakeKafkaTransactions again;
+  TransactionalCommitPolicy r(
+      o, &again, *Checkpoint::Parse(kafka.checkpoints[1]), &refused);
+  r.OnBegin(0x100);
+  int published = 0, dead = 0;
+  for (int i = 0; i < 10; ++i) {
+    Admission::Kind k = Admit(r, 0);
+    published += k == Admission::kPublish;
+    dead += k == Admission::kDeadLetter;
+  }
+  EXPECT_EQ(published, 1);
+  EXPECT_EQ(dead, 1);
+}
+
 TEST(TransactionalCommitPolicyTest, RefusalReportedInsideTheCommitAborts) {
   FakeKafkaTransactions kafka;
   RefusedEvents refused;
