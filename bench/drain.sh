@@ -176,10 +176,18 @@ opts[wal2json]="-o format-version=2 -o include-transaction=true -o include-lsn=t
   -o actions=insert"
 opts[pgoutput]="-o proto_version=1 -o publication_names=outbox_relay"
 results=()
+# broker_cpu_ticks: the Kafka broker's CPU time so far (user + system, all
+# its threads), in clock ticks.
+broker_cpu_ticks() {
+  awk '{print $14 + $15}' "/proc/$(cat "$work/kafka/pid")/stat"
+}
 # drain_relay NAME SLOT ARGS...: one relay drain of SLOT (ARGS: the
-# variant's binary and settings); appends "NAME seconds cpu hwm" to results.
+# variant's binary and settings); appends "NAME seconds cpu hwm anon
+# broker_cpu" to results (the broker's CPU over the drain: what producing
+# the events, and in exactly once the transactions, cost it).
 drain_relay() {
-  local name=$1 slot=$2 bin=$3 s pid perf_pid="" hwm=0 h anon=0 a relay ut st cpu; shift 3
+  local name=$1 slot=$2 bin=$3 s pid perf_pid="" hwm=0 h anon=0 a relay ut st cpu b0 b1; shift 3
+  b0=$(broker_cpu_ticks)
   s=$(date +%s.%N)
   # The variant's own settings last, so they win.
   # shellcheck disable=SC2086 # RELAY_ARGS are words
@@ -202,14 +210,17 @@ drain_relay() {
     sleep 0.05
   done
   relay=$(echo "$(date +%s.%N) - $s" | bc)
+  b1=$(broker_cpu_ticks)
   read -r ut st < <(awk '{print $14, $15}' /proc/$pid/stat)
   h=$(awk '/VmHWM/ {print $2}' /proc/$pid/status); [ "$h" -gt "$hwm" ] && hwm=$h
   kill -TERM $pid; wait "${perf_pid:-$pid}" || true
   cpu=$(echo "scale=3; ($ut + $st) / $(getconf CLK_TCK)" | bc)
-  printf 'run %d, %s: %.2f s (%.0f ev/s), cpu %.2f s (%.2f us/event), peak RSS %d KiB, peak private RSS %d KiB\n' \
+  bcpu=$(echo "scale=3; ($b1 - $b0) / $(getconf CLK_TCK)" | bc)
+  printf 'run %d, %s: %.2f s (%.0f ev/s), cpu %.2f s (%.2f us/event), peak RSS %d KiB, peak private RSS %d KiB, broker cpu %.2f s (%.2f us/event)\n' \
     "$r" "$name" "$relay" "$(echo "$events / $relay" | bc -l)" \
-    "$cpu" "$(echo "$cpu * 1000000 / $events" | bc -l)" "$hwm" "$anon"
-  results+=("$name $relay $cpu $hwm $anon")
+    "$cpu" "$(echo "$cpu * 1000000 / $events" | bc -l)" "$hwm" "$anon" \
+    "$bcpu" "$(echo "$bcpu * 1000000 / $events" | bc -l)"
+  results+=("$name $relay $cpu $hwm $anon $bcpu")
   last_cpu=$cpu
 }
 # drain_recv NAME SLOT OPTIONS...: pg_recvlogical streams SLOT to /dev/null.
@@ -220,7 +231,7 @@ drain_recv() {
     --slot "$slot" --start --endpos "$end_lsn" "$@" -f /dev/null
   recv=$(echo "$(date +%s.%N) - $s" | bc)
   printf 'run %d, %s: %.2f s (%.0f ev/s)\n' "$r" "$name" "$recv" "$(echo "$events / $recv" | bc -l)"
-  results+=("$name $recv 0 0 0")
+  results+=("$name $recv 0 0 0 0")
 }
 for r in $(seq "$runs"); do
  for p in "${plugins[@]}"; do

@@ -2,9 +2,9 @@
 
   python3 -m harness.drain_summary medians EVENTS < RESULTS
       bench/drain.sh: lines "NAME seconds cpu_s peak_rss_kib
-      peak_private_rss_kib" (the private one: RssAnon, sampled; NAME
-      PLUGIN/SYSTEM; cpu 0 for pg_recvlogical); medians per NAME and the
-      relay's ratios to pg_recvlogical on the same plugin.
+      peak_private_rss_kib [broker_cpu_s]" (the private one: RssAnon,
+      sampled; NAME PLUGIN/SYSTEM; cpu 0 for pg_recvlogical); medians per
+      NAME and the relay's ratios to pg_recvlogical on the same plugin.
   python3 -m harness.drain_summary stages FILE PLUGIN...
       bench/drain.sh --stages: "PLUGIN STAGE ... cpu_us_per_event=X" lines
       (bench/stage_cost.cc's, and the relay's whole drain); a markdown
@@ -26,7 +26,9 @@ def medians(lines, ev):
             by[l.split()[0]].append(list(map(float, l.split()[1:])))
     med = {n: [statistics.median(c) for c in zip(*rows)] for n, rows in by.items()}
     print(f"\nmedians of {len(next(iter(by.values())))} run(s), {int(ev)} events:")
-    for n, (secs, cpu, rss, anon) in med.items():
+    for n, m in med.items():
+        secs, cpu = m[0], m[1]
+        broker = m[4] if len(m) > 4 else 0
         p = n.split("/")[0]
         line = f"{n}: {secs:.2f} s ({ev/secs:.0f} ev/s)"
         if cpu > 0:
@@ -36,6 +38,8 @@ def medians(lines, ev):
             line += (f", {ratios}, relay cpu {cpu*1e6/ev:.2f} us/event, "
                      f"peak RSS max {max(r[2] for r in by[n])/1024:.1f} MiB, "
                      f"private (anonymous) {max(r[3] for r in by[n])/1024:.1f} MiB")
+            if broker > 0:
+                line += f", broker cpu {broker*1e6/ev:.2f} us/event"
         print(line)
 
 
