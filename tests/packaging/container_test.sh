@@ -28,7 +28,7 @@ http_port=$(free_port)
 cleanup() {
   local c
   for c in "$id" "$id-2" "$id-pg" "$id-relay2"; do
-    pm rm -f -t 0 "$c" >/dev/null 2>&1 || true
+    pm rm -f -v -t 0 "$c" >/dev/null 2>&1 || true  # -v: and its anonymous volume
   done
   pm volume rm -f "$vol" >/dev/null 2>&1 || true
   pm volume rm -f "$id-pgdata" >/dev/null 2>&1 || true
