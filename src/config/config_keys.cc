@@ -429,8 +429,9 @@ std::vector<ConfigKey> BuildKeys() {
              "exactly_once: while the relay reads transactions committed "
              "this long ago or longer (a backlog), keep the Kafka "
              "transaction open up to this long instead of max_ms, and "
-             "max_events grows by as much (fewer commits, each of which "
-             "stops reading for its flush and round trip); <= max_ms: never")
+             "max_events grows by as much, up to half of split_events "
+             "(fewer commits, each of which stops reading for its flush "
+             "and round trip); <= max_ms: never")
           .Min(0)
           .For(kRelayOnly));
   add(Global("kafka.transaction.max_events", G(kafka.transaction_max_events),

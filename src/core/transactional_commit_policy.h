@@ -12,11 +12,11 @@
 // between PostgreSQL transactions once it is due). While the stream is
 // behind PostgreSQL by backlog_ms or more (OnBacklog: a backlog, the events
 // have waited that long already), max_ms gives way to backlog_ms and
-// max_events grows by as much (backlog_ms / max_ms): fewer, larger
-// transactions, so that each commit's flush and round trip, during which
-// the loop reads nothing, is a small share of the drain; this adds at most
-// what the events had waited already. A PostgreSQL transaction
-// is split when the Kafka transaction already holds split_events events,
+// max_events grows by as much (backlog_ms / max_ms, at most half of
+// split_events): fewer, larger transactions, so that each commit's flush
+// and round trip, during which the loop reads nothing, is a small share of
+// the drain; this adds at most what the events had waited already. A
+// PostgreSQL transaction is split when the Kafka transaction already holds split_events events,
 // or has been open split_ms (a PostgreSQL transaction that streams slowly,
 // wide rows or Kafka backpressure, must not outlive the producer's
 // transaction.timeout.ms: the broker would abort it, and every replay
@@ -122,12 +122,17 @@ class TransactionalCommitPolicy final : public CommitPolicy {
     return options_.split_ms > 0 ? std::min(ms, options_.split_ms) : ms;
   }
   // How many events a Kafka transaction takes before it commits.
+  // Grown in a backlog, it stays at or below half of split_events (but not
+  // below max_events): a Kafka transaction reaching split_events splits the
+  // PostgreSQL transaction it is in, which only an oversized one should.
   int64_t CommitAfterEvents() const {
     if (!Behind()) return options_.max_events;
     const int64_t scale = options_.backlog_ms / options_.max_ms;  // >= 1
-    return options_.max_events > INT64_MAX / scale
-               ? INT64_MAX
-               : options_.max_events * scale;
+    const int64_t grown = options_.max_events > INT64_MAX / scale
+                              ? INT64_MAX
+                              : options_.max_events * scale;
+    return std::max(options_.max_events,
+                    std::min(grown, options_.split_events / 2));
   }
   // The stream is behind by backlog_ms or more, and backlog_ms is on.
   bool Behind() const {

@@ -161,6 +161,29 @@ TEST(TransactionalCommitPolicyTest, ABacklogKeepsTheTransactionOpenLonger) {
   EXPECT_EQ(kafka.calls.size(), 6u);
 }
 
+// The grown bound stays at half of split_events: transactions of ordinary
+// size commit whole, however close split_events is to the grown bound.
+TEST(TransactionalCommitPolicyTest, ABacklogNeverGrowsTheBoundIntoSplits) {
+  FakeKafkaTransactions kafka;
+  TransactionOptions o = Options();  // max_ms 100
+  o.backlog_ms = 1000;               // grows max_events 10 times: 2 -> 20
+  o.max_events = 2;
+  o.split_events = 10;  // but 5 at most
+  TransactionalCommitPolicy p(o, &kafka, Start(kInvalidLsn));
+  Lsn lsn = 0x100;
+  for (int t = 0; t < 8; ++t, lsn += 0x100) {
+    p.OnBegin(lsn);
+    p.OnBacklog(5'000'000);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(Admit(p, 0), Admission::kPublish);
+    ASSERT_TRUE(p.OnCommit(lsn + 0x10, 0).ok());
+  }
+  // A commit after every second transaction (6 events >= 5), none split.
+  ASSERT_EQ(kafka.checkpoints.size(), 4u);
+  for (const std::string& c : kafka.checkpoints) {
+    EXPECT_EQ(Checkpoint::Parse(c)->partial_commit_lsn, kInvalidLsn);
+  }
+}
+
 // backlog_ms at or below max_ms never changes the cadence.
 TEST(TransactionalCommitPolicyTest, ABacklogBoundBelowMaxMsIsOff) {
   FakeKafkaTransactions kafka;
