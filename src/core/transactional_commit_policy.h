@@ -16,12 +16,12 @@
 // split_events): fewer, larger transactions, so that each commit's flush
 // and round trip, during which the loop reads nothing, is a small share of
 // the drain; this adds at most what the events had waited already. A
-// PostgreSQL transaction is split when the Kafka transaction already holds split_events events,
-// or has been open split_ms (a PostgreSQL transaction that streams slowly,
-// wide rows or Kafka backpressure, must not outlive the producer's
-// transaction.timeout.ms: the broker would abort it, and every replay
-// would time out the same way): the commit then records the split
-// transaction's commit LSN and how many of its events are published
+// PostgreSQL transaction is split when the Kafka transaction already holds
+// split_events events, or has been open split_ms (a PostgreSQL transaction
+// that streams slowly, wide rows or Kafka backpressure, must not outlive
+// the producer's transaction.timeout.ms: the broker would abort it, and
+// every replay would time out the same way): the commit then records the
+// split transaction's commit LSN and how many of its events are published
 // (Checkpoint::partial_*).
 //
 // A record Kafka refuses for good (on_invalid: dead_letter) makes the Kafka
