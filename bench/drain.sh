@@ -103,6 +103,15 @@ done
 
 # Create the topic first, so no run waits for Kafka to auto-create it.
 echo warm | kcat -P -b "$OUTBOX_KAFKA_BROKERS" -t outbox.event.order
+# relay_args SLOT: sets ra to what every relay here is started with on
+# SLOT, before its variant's own settings (which win).
+relay_args() {
+  # shellcheck disable=SC2206 # LINGER_MS and RELAY_ARGS are words
+  ra=(--pg "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres"
+    --kafka "$OUTBOX_KAFKA_BROKERS" --slot "$1" --set postgres.create_slot=false
+    --set log.progress_interval_s=0 --set http.listen=
+    ${LINGER_MS:+--set kafka.properties.linger.ms=$LINGER_MS} ${RELAY_ARGS:-})
+}
 # The first transactional producer on a fresh broker waits for its
 # transaction coordinator to load (COORDINATOR_LOAD_IN_PROGRESS, 1-2 s
 # here) and creates the checkpoint and state topics: an exactly-once
@@ -112,9 +121,8 @@ for v in "${!variants[@]}"; do
   psql -qAt -c "SELECT pg_create_logical_replication_slot('warm_eos', '${plugins[0]}')" >/dev/null
   # shellcheck disable=SC2086 # the settings are words
   set -- ${variants[$v]}
-  "$@" --pg "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
-    --kafka "$OUTBOX_KAFKA_BROKERS" --slot warm_eos --set postgres.create_slot=false \
-    --set postgres.plugin="${plugins[0]}" --set http.listen= 2>"$work/warm_eos.log" &
+  relay_args warm_eos
+  "$1" "${ra[@]}" "${@:2}" --set postgres.plugin="${plugins[0]}" 2>"$work/warm_eos.log" &
   pid=$!
   for _ in $(seq 600); do
     grep -q 'INFO streaming' "$work/warm_eos.log" && break
@@ -186,16 +194,13 @@ broker_cpu_ticks() {
 # broker_cpu" to results (the broker's CPU over the drain: what producing
 # the events, and in exactly once the transactions, cost it).
 drain_relay() {
-  local name=$1 slot=$2 bin=$3 s pid perf_pid="" hwm=0 h anon=0 a relay ut st cpu b0 b1; shift 3
+  local name=$1 slot=$2 bin=$3 s pid perf_pid="" hwm=0 h anon=0 a relay ut st cpu b0 b1 ra; shift 3
   b0=$(broker_cpu_ticks)
   s=$(date +%s.%N)
-  # The variant's own settings last, so they win.
-  # shellcheck disable=SC2086 # RELAY_ARGS are words
+  relay_args "$slot"
+  # shellcheck disable=SC2086 # PERF_ARGS are words
   ${profile:+perf record -q ${PERF_ARGS:--F 1999} -o "$profile/$slot.data" --} \
-  "$bin" --pg "host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres" \
-    --kafka "$OUTBOX_KAFKA_BROKERS" --slot "$slot" --set postgres.create_slot=false \
-    --set log.progress_interval_s=0 --set http.listen= \
-    ${LINGER_MS:+--set kafka.properties.linger.ms=$LINGER_MS} ${RELAY_ARGS:-} "$@" 2>"$work/$slot.log" &
+    "$bin" "${ra[@]}" "$@" 2>"$work/$slot.log" &
   pid=$!
   if [ -n "$profile" ]; then  # measure the relay, perf's child
     perf_pid=$pid; pid=""
