@@ -8,6 +8,10 @@ std::string WaitingToReconnect(int64_t backoff_ms) {
   return absl::StrCat("waiting to reconnect (retry in ", backoff_ms, " ms)");
 }
 
+std::string NoKafkaProducer(const absl::Status& why) {
+  return absl::StrCat("no producer: ", why.message());
+}
+
 void DaemonStatus::SetStates(absl::string_view postgres,
                              absl::string_view kafka) {
   std::lock_guard<std::mutex> lock(mu_);

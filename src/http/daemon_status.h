@@ -22,6 +22,8 @@ namespace outbox {
 
 // The phrases both daemons use.
 inline constexpr char kNoKafkaProducer[] = "no producer (no session)";
+// "no producer: <why>": Kafka would not start one.
+std::string NoKafkaProducer(const absl::Status& why);
 std::string WaitingToReconnect(int64_t backoff_ms);  // "... (retry in N ms)"
 
 class DaemonStatus {

@@ -156,6 +156,8 @@ absl::Status RdKafkaSink::InitTransactions(const KafkaOptions& options) {
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::milliseconds(options.transaction_timeout_ms);
+  const int64_t began_us = RealClock()->NowMicros();
+  int64_t reported_us = began_us;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())
@@ -171,6 +173,16 @@ absl::Status RdKafkaSink::InitTransactions(const KafkaOptions& options) {
     rd_kafka_error_destroy(error);
     if (options.stop != nullptr && options.stop->load()) {
       return absl::CancelledError("stopping: init_transactions was given up");
+    }
+    // A coordinator that does not answer is a stall like records not
+    // acknowledged: the status page says so while this waits.
+    const int64_t now_us = RealClock()->NowMicros();
+    if (on_connection_state_ && now_us - reported_us >= kStallReportUs) {
+      reported_us = now_us;
+      ReportStall("init_transactions", began_us,
+                  "the transaction coordinator: the leader of the "
+                  "transactional.id's __transaction_state partition, with "
+                  "min.insync.replicas in-sync replicas");
     }
   }
 }
@@ -480,6 +492,13 @@ void RdKafkaSink::CheckStall() {
     return;
   }
   stall_reported_us_ = now_us;
+  ReportStall(absl::StrCat(outstanding_, " records"), last_ack_us_,
+              "acks=all: each partition needs its leader and "
+              "min.insync.replicas in-sync replicas");
+}
+
+void RdKafkaSink::ReportStall(absl::string_view what, int64_t since_us,
+                              absl::string_view needs) {
   std::string brokers;
   for (const auto& [broker, error] : broker_errors_) {
     absl::StrAppend(&brokers, brokers.empty() ? "" : ", ", broker, " (", error,
@@ -488,10 +507,9 @@ void RdKafkaSink::CheckStall() {
   connection_trouble_ = true;  // "producing to" again at the next delivery
   on_connection_state_(
       false,
-      absl::StrCat("not acknowledged by Kafka: ", outstanding_,
-                   " records waiting for ", (now_us - last_ack_us_) / 1000000,
-                   " s (acks=all: each partition needs its leader and "
-                   "min.insync.replicas in-sync replicas); ",
+      absl::StrCat("not acknowledged by Kafka: ", what, " waiting for ",
+                   (RealClock()->NowMicros() - since_us) / 1000000, " s (",
+                   needs, "); ",
                    brokers.empty() ? "every broker connection is up"
                                    : absl::StrCat("failing: ", brokers)));
 }

@@ -150,6 +150,10 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   void HandleStatistics(absl::string_view json);
   // The stall report (see the file comment), when one is due.
   void CheckStall();
+  // Tells on_connection_state_ "not acknowledged by Kafka: <what> waiting
+  // for S s (<needs>); failing: <brokers>" (S: since `since_us`).
+  void ReportStall(absl::string_view what, int64_t since_us,
+                   absl::string_view needs);
   // The producer's handle for a topic, made once per name (producing by
   // name would look it up under librdkafka's lock for every record).
   rd_kafka_topic_s* TopicHandle(const std::string& name);

@@ -260,8 +260,13 @@ class RelaySupervisor {
       RecordError("", s);
     }
     if (exiting) return LogExit(d.exit_code, s);
+    // Kafka would not start a producer (exactly once: its transaction
+    // coordinator) or give the checkpoint: the Kafka state says why.
+    const bool kafka_stage = end.stage == SessionStage::kCreateProducer ||
+                             end.stage == SessionStage::kReadCheckpoint;
     lifecycle_.RetryAfter(d.waiting_for, s,
-                          d.wait == Disposition::Wait::kStandbyInterval);
+                          d.wait == Disposition::Wait::kStandbyInterval,
+                          kafka_stage ? NoKafkaProducer(s) : "");
     return std::nullopt;
   }
 

@@ -245,16 +245,35 @@ TEST_P(ClusterFaultTest, OneNodeLost) {
 // relay must stall: confirm nothing committed after the fault, stay up, say
 // on /status.json why, let the lag its alert reads grow on /metrics, and
 // resume without a restart when one node comes back.
+//
+// Exactly once loses its transaction coordinator too, whichever node that
+// was (which node it is follows the transactional.id's hash): the commit
+// fails, and the next session's producer cannot start until a node is
+// back, which the status page says instead.
 TEST_P(ClusterFaultTest, TwoNodesLostBelowMinInsyncReplicas) {
-  Process* proc = StartRelay({"--set", "http.listen=127.0.0.1:0"});
+  const std::string txn_id = slot_ + "-txn";
+  std::vector<std::string> args = {"--set", "http.listen=127.0.0.1:0"};
+  if (exactly_once()) {
+    args.insert(args.end(), {"--set", "kafka.transactional_id=" + txn_id});
+  }
+  Process* proc = StartRelay(args);
   ASSERT_TRUE(Ready(proc)) << Logs();
   ASSERT_GT(WaitRelayHttpPort(*proc), 0) << Logs();
   Writers writers(table_, aggtype_, 1);
   WaitFlowing(writers);
   // Keep the node leading partition 0: its produce requests reach a live
   // leader that cannot gather acknowledgements; the others' find none.
-  const int keep = LeaderOfPartition0();
+  // Exactly once: a node that is not the coordinator.
+  int keep = LeaderOfPartition0();
   ASSERT_GT(keep, 0);
+  if (exactly_once()) {
+    const int coordinator =
+        NodeOf([&] { return Cluster().Coordinator(txn_id); });
+    ASSERT_GT(coordinator, 0);
+    if (keep == coordinator) keep = keep % kNodes + 1;
+    std::cerr << "transaction coordinator: node " << coordinator
+              << "; kept: node " << keep << "\n";
+  }
   std::vector<int> lost;
   for (int node = 1; node <= kNodes; ++node) {
     if (node != keep) lost.push_back(node);
@@ -268,15 +287,26 @@ TEST_P(ClusterFaultTest, TwoNodesLostBelowMinInsyncReplicas) {
   EXPECT_TRUE(proc->Running()) << "the relay exited during the stall\n"
                                << Logs();
   // Why, on the status page: Kafka acknowledges nothing, and which
-  // brokers fail.
+  // brokers fail. Exactly once: the producer cannot start, while
+  // init_transactions waits ("not acknowledged by Kafka: init_transactions
+  // waiting ...") or, after it gave up, until the next try ("no producer:
+  // init_transactions: ...").
   std::string status;
   EXPECT_TRUE(WaitUntil(
       [&] {
         int code = 0;
         status = RelayHttpGet(*proc, "/status.json", &code);
-        return code == 200 &&
-               status.find("\"kafka_state\":\"not acknowledged by Kafka") !=
-                   std::string::npos;
+        if (code != 200) return false;
+        if (!exactly_once()) {
+          return status.find("\"kafka_state\":\"not acknowledged by Kafka: ") !=
+                 std::string::npos;
+        }
+        return status.find(
+                   "\"kafka_state\":\"not acknowledged by Kafka: "
+                   "init_transactions waiting") != std::string::npos ||
+               status.find(
+                   "\"kafka_state\":\"no producer: "
+                   "init_transactions") != std::string::npos;
       },
       60000))
       << status;
