@@ -145,6 +145,40 @@ def plot(a, rates, results):
     path = os.path.join(a.plots, "latency_p99.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return [path, plot_percentiles(plt, a, results)]
+
+
+def plot_percentiles(plt, a, results):
+    """p50, p99 and p99.9 from commit against the offered rate, one panel
+    each, a line per system: the median of the repetitions at each rate."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.5), sharey=True)
+    for ax, key, name in zip(axes, ("c_p50", "c_p99", "c_p999"), ("p50", "p99", "p99.9")):
+        for s in LABELS:
+            rates = sorted({r["rate"] for r in results
+                            if r["system"] == s and r["received"] and r.get(key) is not None})
+            if not rates:
+                continue
+            ys = [statistics.median(r[key] for r in results
+                                    if r["system"] == s and r["rate"] == rate
+                                    and r["received"] and r.get(key) is not None)
+                  for rate in rates]
+            ax.plot(rates, ys, marker="o", label=LABELS[s])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        # The measured rates as plain numbers, no minor labels.
+        ax.set_xticks(sorted({r["rate"] for r in results}))
+        ax.set_xticklabels([str(x) for x in sorted({r["rate"] for r in results})],
+                           fontsize=8)
+        ax.minorticks_off()
+        ax.set_title(f"{name} from commit", fontsize=10)
+        ax.set_xlabel(f"offered events/s ({a.per_txn} per transaction)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("latency from commit (ms)")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    path = os.path.join(a.plots, "latency_percentiles.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
     return path
 
 
@@ -251,7 +285,8 @@ def report(a, rates, results, plotfile):
                          f"{'(met)' if x >= 10 else '(**missed**)'}")
     L.append("")
     if plotfile:
-        L.append(f"Plot: [latency_p99.png](plots/{os.path.basename(plotfile)}).")
+        L.append("Plots: " + ", ".join(f"[{os.path.basename(p)}](plots/{os.path.basename(p)})"
+                                       for p in plotfile) + ".")
         L.append("")
     L.append(END_MARK)
     return "\n".join(L) + "\n"
