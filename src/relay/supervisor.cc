@@ -197,7 +197,9 @@ class RelaySupervisor {
       metrics_->Heartbeat(now_us);
       metrics_->BusyUntil(now_us + SessionOpenBoundUs(config_));
     }
-    SetStates("connecting", kNoKafkaProducer);
+    // Kafka's last refusal stands while the next attempt is under way.
+    SetStates("connecting",
+              kafka_trouble_.empty() ? kNoKafkaProducer : kafka_trouble_);
     absl::StatusOr<Session> session = factory_->Open(stop_);
     if (session.ok() && !replication_checked_) {
       if (metrics_ != nullptr) {
@@ -264,9 +266,10 @@ class RelaySupervisor {
     // coordinator) or give the checkpoint: the Kafka state says why.
     const bool kafka_stage = end.stage == SessionStage::kCreateProducer ||
                              end.stage == SessionStage::kReadCheckpoint;
+    kafka_trouble_ = kafka_stage ? NoKafkaProducer(s) : "";
     lifecycle_.RetryAfter(d.waiting_for, s,
                           d.wait == Disposition::Wait::kStandbyInterval,
-                          kafka_stage ? NoKafkaProducer(s) : "");
+                          kafka_trouble_);
     return std::nullopt;
   }
 
@@ -313,6 +316,7 @@ class RelaySupervisor {
   }
 
   void LogStreaming(const ServerInfo& server) {
+    kafka_trouble_.clear();
     Log(Severity::kInfo, "streaming",
         {{"host", server.endpoint},
          {"server", server.version},
@@ -443,7 +447,10 @@ class RelaySupervisor {
   std::unique_ptr<MessageRouter> message_router_;
   std::unique_ptr<StoredSlotMarker> slot_marker_;
   std::unique_ptr<SessionFactory> factory_;  // after what it uses
-  std::string last_blocked_;          // the blocked Kafka state logged last
+  std::string last_blocked_;  // the blocked Kafka state logged last
+  // "no producer: <why>" after Kafka would not start one; "" once
+  // streaming (Connect() shows it while it tries again).
+  std::string kafka_trouble_;
   bool replication_checked_ = false;  // CheckReplication() is done
   // A session holds the slot (START_REPLICATION succeeded) and streams:
   // only then does the slot monitor move the marker.
