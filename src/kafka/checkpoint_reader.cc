@@ -202,16 +202,27 @@ absl::StatusOr<int> TopicPartitions(rd_kafka_t* rk, const std::string& topic,
   }
 }
 
+// Where a keyed record was read.
+struct RecordPosition {
+  int partition = -1;
+  int64_t offset = -1;
+};
+
+using OnKeyedValue = std::function<absl::Status(
+    absl::string_view, std::optional<absl::string_view>, RecordPosition)>;
+
 // Every keyed record in `topic`, in offset order within a partition, to
-// on_value (its key; nullopt for a tombstone), read as
+// on_value (its key; nullopt for a tombstone; where it was), read as
 // ReadCheckpoint's comment says: to the high watermark, never stopping at a
 // last stable offset below it. OK without a call when the topic does not
-// exist (and topic_exists is false).
-absl::Status ReadKeyedValues(
-    const KafkaOptions& options, const std::string& topic, int timeout_ms,
-    absl::string_view what, bool topic_exists,
-    const std::function<absl::Status(
-        absl::string_view, std::optional<absl::string_view>)>& on_value) {
+// exist (and topic_exists is false). `extent`, when given, receives what was
+// read: "p<partition> [<low>,<high>)" per partition, or "empty".
+absl::Status ReadKeyedValues(const KafkaOptions& options,
+                             const std::string& topic, int timeout_ms,
+                             absl::string_view what, bool topic_exists,
+                             const OnKeyedValue& on_value,
+                             std::string* extent = nullptr) {
+  if (extent != nullptr) *extent = "empty";
   // The high watermarks come from a read_uncommitted client: a
   // read_committed one may answer with the last stable offset.
   absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> probe =
@@ -234,6 +245,7 @@ absl::Status ReadKeyedValues(
       rd_kafka_topic_partition_list_new(partitions);
   std::vector<int64_t> high(partitions, 0);
   int to_read = 0;
+  std::string ranges;
   for (int p = 0; p < partitions; ++p) {
     int64_t low = 0;
     e = rd_kafka_query_watermark_offsets(probe->get(), topic.c_str(), p, &low,
@@ -244,11 +256,14 @@ absl::Status ReadKeyedValues(
       return s.ok() ? absl::UnavailableError(topic) : s;
     }
     if (high[p] <= low) continue;
+    absl::StrAppend(&ranges, to_read == 0 ? "" : " ", "p", p, " [", low, ",",
+                    high[p], ")");
     // The low watermark just read, not OFFSET_BEGINNING: no offset lookup
     // (a ListOffsets round trip, and librdkafka's wait before it).
     rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = low;
     ++to_read;
   }
+  if (extent != nullptr) *extent = to_read == 0 ? "empty" : ranges;
   if (to_read == 0) {
     rd_kafka_topic_partition_list_destroy(list);
     return absl::OkStatus();
@@ -324,7 +339,7 @@ absl::Status ReadKeyedValues(
       if (m->payload != nullptr) {
         value = absl::string_view(static_cast<const char*>(m->payload), m->len);
       }
-      absl::Status s = on_value(k, value);
+      absl::Status s = on_value(k, value, {m->partition, m->offset});
       if (!s.ok()) {
         rd_kafka_message_destroy(m);
         return s;
@@ -344,7 +359,8 @@ absl::StatusOr<std::vector<std::optional<std::string>>> ReadLatestValues(
   std::vector<std::optional<std::string>> last(keys.size());
   RETURN_IF_ERROR(ReadKeyedValues(
       options, topic, timeout_ms, what, topic_exists,
-      [&](absl::string_view k, std::optional<absl::string_view> v) {
+      [&](absl::string_view k, std::optional<absl::string_view> v,
+          RecordPosition) {
         const auto it = std::find(keys.begin(), keys.end(), k);
         if (it == keys.end()) return absl::OkStatus();
         std::optional<std::string>& slot = last[it - keys.begin()];
@@ -363,17 +379,19 @@ absl::StatusOr<std::map<std::string, std::string>> ReadLatestValuesWithPrefix(
     const std::string& prefix, int timeout_ms, absl::string_view what,
     bool topic_exists) {
   std::map<std::string, std::string> last;
-  RETURN_IF_ERROR(ReadKeyedValues(
-      options, topic, timeout_ms, what, topic_exists,
-      [&](absl::string_view k, std::optional<absl::string_view> v) {
-        if (!absl::StartsWith(k, prefix)) return absl::OkStatus();
-        if (v.has_value()) {
-          last[std::string(k)] = std::string(*v);
-        } else {
-          last.erase(std::string(k));
-        }
-        return absl::OkStatus();
-      }));
+  RETURN_IF_ERROR(
+      ReadKeyedValues(options, topic, timeout_ms, what, topic_exists,
+                      [&](absl::string_view k,
+                          std::optional<absl::string_view> v, RecordPosition) {
+                        if (!absl::StartsWith(k, prefix))
+                          return absl::OkStatus();
+                        if (v.has_value()) {
+                          last[std::string(k)] = std::string(*v);
+                        } else {
+                          last.erase(std::string(k));
+                        }
+                        return absl::OkStatus();
+                      }));
   return last;
 }
 
@@ -391,23 +409,35 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
                                           const std::string& topic,
                                           const std::string& system_identifier,
                                           const std::string& slot,
-                                          int timeout_ms, bool topic_exists) {
+                                          int timeout_ms, bool topic_exists,
+                                          std::string* where) {
   Checkpoint last;
+  RecordPosition at;
+  std::string extent;
   last.system_identifier = system_identifier;
   last.slot = slot;
   bool found = false;
   const std::string key = Checkpoint::Key(system_identifier, slot);
   RETURN_IF_ERROR(ReadKeyedValues(
       options, topic, timeout_ms, "checkpoint topic", topic_exists,
-      [&](absl::string_view k,
-          std::optional<absl::string_view> v) -> absl::Status {
+      [&](absl::string_view k, std::optional<absl::string_view> v,
+          RecordPosition position) -> absl::Status {
         if (k != key || !v.has_value()) return absl::OkStatus();
         ASSIGN_OR_RETURN(Checkpoint c, Checkpoint::Parse(*v));
         // The furthest one, whatever the read order.
-        if (!found || c.After(last)) last = c;
+        if (!found || c.After(last)) {
+          last = c;
+          at = position;
+        }
         found = true;
         return absl::OkStatus();
-      }));
+      },
+      &extent));
+  if (where != nullptr) {
+    *where =
+        found ? absl::StrCat("p", at.partition, "@", at.offset, " of ", extent)
+              : absl::StrCat("none in ", extent);
+  }
   return last;
 }
 

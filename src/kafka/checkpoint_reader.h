@@ -19,7 +19,9 @@
 // timeout_ms, a partition has no leader, or the broker does not know a
 // topic known to exist (stale metadata after a restart); FailedPrecondition
 // (one line) when not authorized; DataLoss for a malformed record with our
-// key. Includes rdkafka.h for consuming only.
+// key. `where`, when given, receives where the checkpoint was found and
+// what was read ("p0@41 of p0 [0,43)", or "none in empty"): the log line
+// that shows a session's start point. Includes rdkafka.h for consuming only.
 #ifndef OUTBOX_KAFKA_CHECKPOINT_READER_H_
 #define OUTBOX_KAFKA_CHECKPOINT_READER_H_
 
@@ -57,12 +59,10 @@ absl::StatusOr<std::map<std::string, std::string>> ReadLatestValuesWithPrefix(
     const std::string& prefix, int timeout_ms, absl::string_view what,
     bool topic_exists);
 
-absl::StatusOr<Checkpoint> ReadCheckpoint(const KafkaOptions& options,
-                                          const std::string& topic,
-                                          const std::string& system_identifier,
-                                          const std::string& slot,
-                                          int timeout_ms,
-                                          bool topic_exists = false);
+absl::StatusOr<Checkpoint> ReadCheckpoint(
+    const KafkaOptions& options, const std::string& topic,
+    const std::string& system_identifier, const std::string& slot,
+    int timeout_ms, bool topic_exists = false, std::string* where = nullptr);
 
 // The status a metadata or fetch error on the checkpoint topic means
 // (rd_kafka_resp_err_t `err`): OK for none; NotFound for an unknown topic

@@ -54,7 +54,6 @@ bool IsTlsRefusal(absl::string_view reason) {
 
 // How long records wait unacknowledged before the stall is told, and how
 // often it is told again.
-constexpr int64_t kStallReportUs = 10'000'000;
 
 }  // namespace
 
@@ -137,6 +136,7 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
   rd_kafka_queue_io_event_enable(main_queue, sink->wake_[1], "1", 1);
   rd_kafka_queue_destroy(main_queue);
   sink->transaction_timeout_ms_ = options.transaction_timeout_ms;
+  sink->stop_ = options.stop;
   if (!options.transactional_id.empty()) {
     absl::Status s = sink->InitTransactions(options);
     if (absl::IsCancelled(s)) return s;
@@ -179,10 +179,7 @@ absl::Status RdKafkaSink::InitTransactions(const KafkaOptions& options) {
     const int64_t now_us = RealClock()->NowMicros();
     if (on_connection_state_ && now_us - reported_us >= kStallReportUs) {
       reported_us = now_us;
-      ReportStall("init_transactions", began_us,
-                  "the transaction coordinator: the leader of the "
-                  "transactional.id's __transaction_state partition, with "
-                  "min.insync.replicas in-sync replicas");
+      ReportStall("init_transactions", began_us, kCoordinatorNeeds);
     }
   }
 }

@@ -29,7 +29,11 @@
 // With KafkaOptions::transactional_id set the producer is transactional
 // (kafka.exactly_once): Create() calls init_transactions (fencing any older
 // producer with that id; given up within a second of KafkaOptions::stop),
-// and the KafkaTransactions methods map librdkafka's
+// CommitTransaction() asks the coordinator only once every record is
+// acknowledged (else Unavailable, never committed), and once asked it
+// resumes a commit that timed out until Kafka answers, reporting the wait
+// as a stall: an unanswered commit is given up only on a stop, after
+// transaction_timeout_ms. The KafkaTransactions methods map librdkafka's
 // error classes (fatal, fenced, txn_requires_abort, retriable) to the codes
 // core/kafka_transactions.h documents, through its TransactionErrorClass;
 // what counts as fenced is one list (IsFencingError). The transactional
@@ -86,7 +90,8 @@ struct KafkaOptions {
   std::string transactional_id;
   int transaction_timeout_ms = 30000;  // init, commit and abort calls
   // Set (e.g. by SIGTERM): Create() gives up init_transactions within a
-  // second, Cancelled. Not owned; null: never.
+  // second, Cancelled; an unanswered commit is given up after
+  // transaction_timeout_ms. Not owned; null: never.
   const std::atomic<bool>* stop = nullptr;
 };
 
@@ -150,6 +155,13 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   void HandleStatistics(absl::string_view json);
   // The stall report (see the file comment), when one is due.
   void CheckStall();
+  // How often a stall is reported.
+  static constexpr int64_t kStallReportUs = 10'000'000;
+  // What a transactional call waiting on the coordinator needs.
+  static constexpr char kCoordinatorNeeds[] =
+      "the transaction coordinator: the leader of the transactional.id's "
+      "__transaction_state partition, with min.insync.replicas in-sync "
+      "replicas";
   // Tells on_connection_state_ "not acknowledged by Kafka: <what> waiting
   // for S s (<needs>); failing: <brokers>" (S: since `since_us`).
   void ReportStall(absl::string_view what, int64_t since_us,
@@ -195,6 +207,8 @@ class RdKafkaSink : public EventSink, public KafkaTransactions {
   // acknowledgement: for the stall report.
   std::map<std::string, std::string> broker_errors_;
   int transaction_timeout_ms_ = 0;
+  // KafkaOptions::stop: a commit waiting for its answer gives up only then.
+  const std::atomic<bool>* stop_ = nullptr;
   // The first failed delivery of a record produced outside the tickets
   // (ProduceInTransaction); CommitTransaction() fails with it.
   absl::Status untracked_error_;

@@ -26,6 +26,8 @@ bool IsFencingError(rd_kafka_resp_err_t code) {
 
 // Slices of the flush before a commit: how soon a failed record stops it.
 constexpr int kCommitFlushSliceMs = 50;
+// Slices of commit_transaction: how often a stop and the stall are looked at.
+constexpr int kCommitSliceMs = 1000;
 
 }  // namespace
 
@@ -101,14 +103,52 @@ absl::Status RdKafkaSink::CommitTransaction() {
     return absl::AbortedError(
         "a record of the Kafka transaction failed delivery");
   }
-  // What is left of the timeout: the flush above spent the rest.
-  const int64_t left_ms = (deadline_us - clock->NowMicros()) / 1000;
-  absl::Status s = TransactionStatus(
-      "commit_transaction",
-      rd_kafka_commit_transaction(
-          rk_, static_cast<int>(std::max<int64_t>(left_ms, 1))));
-  if (s.ok() && !untracked_error_.ok()) return untracked_error_;
-  return s;
+  if (const int left = rd_kafka_outq_len(rk_); left > 0) {
+    // Not asked to commit: no EndTxn was sent, so Kafka can only abort it
+    // (the next producer's init_transactions does). Retriable.
+    return absl::UnavailableError(
+        absl::StrCat("Kafka commit_transaction: not started: ", left,
+                     " record(s) of the transaction not acknowledged within ",
+                     transaction_timeout_ms_, " ms"));
+  }
+  // Everything is acknowledged: ask the coordinator. Once EndTxn is sent
+  // only Kafka knows the outcome until it answers, so a call that times
+  // out is resumed (librdkafka: "retry call to resume") until it does,
+  // never given up with the producer: a new producer would start from
+  // whatever checkpoint it reads while the commit may still complete.
+  // Only a stop gives up, after the flush timeout; the next start's
+  // init_transactions then settles it first.
+  const int64_t began_us = clock->NowMicros();
+  const int64_t give_up_us =
+      std::max(deadline_us, began_us + kCommitSliceMs * 1000);
+  int64_t reported_us = began_us;
+  for (;;) {
+    rd_kafka_error_t* error = rd_kafka_commit_transaction(rk_, kCommitSliceMs);
+    const bool timed_out =
+        error != nullptr &&
+        rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR__TIMED_OUT &&
+        rd_kafka_error_is_retriable(error);
+    if (!timed_out) {
+      absl::Status s = TransactionStatus("commit_transaction", error);
+      if (s.ok() && !untracked_error_.ok()) return untracked_error_;
+      return s;
+    }
+    const int64_t now_us = clock->NowMicros();
+    if (stop_ != nullptr && stop_->load() && now_us >= give_up_us) {
+      absl::Status s = absl::UnavailableError(
+          absl::StrCat("stopping with the Kafka commit unanswered after ",
+                       (now_us - began_us) / 1000,
+                       " ms (the next start's init_transactions settles it): ",
+                       rd_kafka_error_string(error)));
+      rd_kafka_error_destroy(error);
+      return s;
+    }
+    rd_kafka_error_destroy(error);
+    if (on_connection_state_ && now_us - reported_us >= kStallReportUs) {
+      reported_us = now_us;
+      ReportStall("commit_transaction", began_us, kCoordinatorNeeds);
+    }
+  }
 }
 
 absl::Status RdKafkaSink::LookUpTopic(const std::string& topic,

@@ -206,10 +206,11 @@ absl::Status SessionFactory::StartTransactions(
     if (absl::IsUnavailable(topic.status())) return topic.status();
     CheckCheckpointTopic(topic.ok() ? &*topic : nullptr, topic.status());
   }
-  absl::StatusOr<Checkpoint> checkpoint =
-      ReadCheckpoint(session_kafka, config_.kafka.checkpoint_topic,
-                     server.system_id, config_.postgres.slot,
-                     config_.kafka.flush_timeout_ms, checkpoint_topic_exists_);
+  std::string where;
+  absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(
+      session_kafka, config_.kafka.checkpoint_topic, server.system_id,
+      config_.postgres.slot, config_.kafka.flush_timeout_ms,
+      checkpoint_topic_exists_, &where);
   if (checkpoint.ok()) {
     checkpoint = CheckpointOnServer(session.stream->server(), timeline_history,
                                     *checkpoint);
@@ -220,7 +221,8 @@ absl::Status SessionFactory::StartTransactions(
   Log(Severity::kInfo, "exactly once",
       {{"transactional_id", session_kafka.transactional_id},
        {"checkpoint_lsn", FormatLsn(checkpoint->end_lsn)},
-       {"checkpoint_topic", config_.kafka.checkpoint_topic}});
+       {"checkpoint_topic", config_.kafka.checkpoint_topic},
+       {"checkpoint_read", where}});
   session.policy = std::make_unique<TransactionalCommitPolicy>(
       txn, session.sink.get(), *checkpoint, &refused_);
   // Best effort: if it fails, the first commit only waits longer.

@@ -190,9 +190,9 @@ class ClusterFaultTest : public FaultHarness {
     // Exactly once: the coordinator's node, or (lose_coordinator) another.
     int keep = LeaderOfPartition0();
     ASSERT_GT(keep, 0);
+    int coordinator = 0;
     if (exactly_once()) {
-      const int coordinator =
-          NodeOf([&] { return Cluster().Coordinator(txn_id); });
+      coordinator = NodeOf([&] { return Cluster().Coordinator(txn_id); });
       ASSERT_GT(coordinator, 0);
       if (!lose_coordinator) {
         keep = coordinator;
@@ -206,6 +206,9 @@ class ClusterFaultTest : public FaultHarness {
     for (int node = 1; node <= kNodes; ++node) {
       if (node != keep) lost.push_back(node);
     }
+    // (d') The coordinator's node is the one back (as when it failed in CI):
+    // it restarts holding a transaction log the next leader took over.
+    if (lose_coordinator && lost[1] == coordinator) std::swap(lost[0], lost[1]);
     for (int node : lost) ASSERT_NODE("kill", node);
     OutageBegan();
     const double lag_before = RelayMetric(*proc, "outbox_relay_lag_seconds");
@@ -353,7 +356,12 @@ TEST_P(ClusterFaultTest, TwoNodesLostBelowMinInsyncReplicas) {
 // session's init_transactions met CONCURRENT_TRANSACTIONS, then succeeded,
 // and the session started from the checkpoint before that transaction,
 // which Kafka had committed after all. Why the checkpoint it carried was
-// not read is not known yet. Run it with --gtest_also_run_disabled_tests.
+// not read is not known yet. Since then a commit is resumed until Kafka
+// answers once every record is acknowledged (else never started), and the
+// "exactly once" line logs where the checkpoint was read (checkpoint_read);
+// 16 runs since (10 before that change, 6 after) showed no duplicate, which
+// does not show the defect gone. Run it with
+// --gtest_also_run_disabled_tests.
 TEST_P(ClusterFaultTest, DISABLED_TwoNodesLostWithTheTransactionCoordinator) {
   if (!exactly_once()) GTEST_SKIP() << "exactly once only";
   TwoNodesLost(/*lose_coordinator=*/true);

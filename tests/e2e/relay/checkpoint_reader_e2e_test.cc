@@ -70,10 +70,12 @@ class CheckpointReaderE2ETest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s;
   }
 
-  absl::StatusOr<Checkpoint> Read(const std::string& topic, int timeout_ms) {
+  absl::StatusOr<Checkpoint> Read(const std::string& topic, int timeout_ms,
+                                  std::string* where = nullptr) {
     KafkaOptions o;
     o.brokers = env_->kafka_brokers();
-    return ReadCheckpoint(o, topic, kSystem, kSlot, timeout_ms);
+    return ReadCheckpoint(o, topic, kSystem, kSlot, timeout_ms,
+                          /*topic_exists=*/false, where);
   }
 
   const TestEnv* env_ = nullptr;
@@ -112,15 +114,21 @@ TEST_F(CheckpointReaderE2ETest, TheFurthestCheckpointWinsNotTheLastRead) {
   ASSERT_NE(a, nullptr);
   ASSERT_NO_FATAL_FAILURE(Commit(a.get(), topic_, 0x300));
   ASSERT_NO_FATAL_FAILURE(Commit(a.get(), topic_, 0x200));
-  absl::StatusOr<Checkpoint> got = Read(topic_, 10000);
+  std::string where;
+  absl::StatusOr<Checkpoint> got = Read(topic_, 10000, &where);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->end_lsn, 0x300u);
+  // Where it was: the first record (offset 0), of the two records and
+  // their two commit markers read.
+  EXPECT_EQ(where, "p0@0 of p0 [0,4)");
 }
 
 TEST_F(CheckpointReaderE2ETest, OnlyAMissingTopicMeansNoCheckpoint) {
-  absl::StatusOr<Checkpoint> none = Read(UniqueName("missing"), 10000);
+  std::string where;
+  absl::StatusOr<Checkpoint> none = Read(UniqueName("missing"), 10000, &where);
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->end_lsn, kInvalidLsn);
+  EXPECT_EQ(where, "none in empty");
   // A name the broker refuses: a metadata error, not "none" (a start
   // from 0/0 would republish everything the slot holds).
   absl::StatusOr<Checkpoint> refused = Read("bad name?", 10000);
