@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "kafka/rdkafka_sink.h"
 #include "outbox/clock.h"
 
@@ -122,6 +123,7 @@ absl::Status RdKafkaSink::CommitTransaction() {
   const int64_t give_up_us =
       std::max(deadline_us, began_us + kCommitSliceMs * 1000);
   int64_t reported_us = began_us;
+  int resumed = 0;
   for (;;) {
     rd_kafka_error_t* error = rd_kafka_commit_transaction(rk_, kCommitSliceMs);
     const bool timed_out =
@@ -130,10 +132,24 @@ absl::Status RdKafkaSink::CommitTransaction() {
         rd_kafka_error_is_retriable(error);
     if (!timed_out) {
       absl::Status s = TransactionStatus("commit_transaction", error);
+      if (resumed > 0) {
+        Log(s.ok() ? Severity::kInfo : Severity::kWarn,
+            "the resumed Kafka commit was answered",
+            {{"after_ms", absl::StrCat((clock->NowMicros() - began_us) / 1000)},
+             {"resumed", absl::StrCat(resumed)},
+             {"result", s.ok() ? "committed" : std::string(s.message())}});
+      }
       if (s.ok() && !untracked_error_.ok()) return untracked_error_;
       return s;
     }
     const int64_t now_us = clock->NowMicros();
+    if (resumed++ == 0) {
+      Log(Severity::kWarn,
+          "the Kafka commit is unanswered: resuming it until Kafka answers "
+          "(the transaction coordinator decides it; given up only on a stop)",
+          {{"after_ms", absl::StrCat((now_us - began_us) / 1000)},
+           {"error", rd_kafka_error_string(error)}});
+    }
     if (stop_ != nullptr && stop_->load() && now_us >= give_up_us) {
       absl::Status s = absl::UnavailableError(
           absl::StrCat("stopping with the Kafka commit unanswered after ",

@@ -10,6 +10,9 @@
 //       iptables DROP on that node's client listener; the brokers still see
 //       each other, so its leaderships stay) for longer than the producer's
 //       request timeout, then healed;
+//   (i) exactly once: the transaction coordinator stops answering the
+//       relay's commits (iptables drops its EndTxn requests) for longer
+//       than kafka.flush_timeout_ms, then answers again;
 //   (h) the relay cut off from PostgreSQL for longer than wal_sender_timeout,
 //       packets dropped with the connection left open (half-open): the
 //       relay connects through a port of its own that iptables redirects to
@@ -20,6 +23,8 @@
 // The time to resume is recorded (stderr and the results row), never
 // asserted. Every case leaves the cluster whole in TearDown (rules removed,
 // nodes restarted, full ISR), and PostgreSQL's settings reset.
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "fault/fault_harness.h"
 
 namespace outbox::testing {
@@ -30,14 +35,22 @@ using Clock = std::chrono::steady_clock;
 // Every iptables rule the PostgreSQL cut adds carries this comment.
 constexpr char kPgCutTag[] = "outbox-fault-pgcut";
 
-// Removes every rule tagged kPgCutTag (filter and nat tables).
-void ClearPgCut() {
+// Every iptables rule the EndTxn drop (i) adds carries this comment.
+constexpr char kEndTxnTag[] = "outbox-fault-endtxn";
+
+// Removes every rule tagged `tag` (filter and nat tables).
+void ClearTagged(const char* tag) {
   system(absl::StrCat("for t in filter nat; do iptables-save -t $t | grep -- "
                       "'--comment ",
-                      kPgCutTag,
+                      tag,
                       " ' | sed 's/^-A/-D/' | while read -r r; do "
                       "iptables -w -t $t $r; done; done")
              .c_str());
+}
+
+void ClearFaultRules() {
+  ClearTagged(kPgCutTag);
+  ClearTagged(kEndTxnTag);
 }
 
 double Since(Clock::time_point t) {
@@ -51,7 +64,7 @@ std::string Seconds(double s) {
 class ClusterNetworkFaultTest : public FaultHarness {
  protected:
   void SetUp() override {
-    ClearPgCut();  // a crashed run's
+    ClearFaultRules();  // a crashed run's
     FaultHarness::SetUp();
     started_ = Clock::now();
   }
@@ -59,7 +72,7 @@ class ClusterNetworkFaultTest : public FaultHarness {
   void TearDown() override {
     // Whatever happened: PostgreSQL reachable and reset, every node up,
     // every partition healed, the full ISR.
-    ClearPgCut();
+    ClearFaultRules();
     if (wal_sender_timeout_set_) {
       Reconnect();
       db_->Exec("ALTER SYSTEM RESET wal_sender_timeout");
@@ -138,6 +151,92 @@ class ClusterNetworkFaultTest : public FaultHarness {
               0);
   }
 
+  // (i): the client port of node `node` (kafka_cluster.sh lists the nodes'
+  // ports in node order); 0 if there is none.
+  int NodePort(int node) const {
+    std::vector<std::string> brokers = absl::StrSplit(cluster().brokers(), ',');
+    int port = 0;
+    if (node < 1 || node > static_cast<int>(brokers.size()) ||
+        !absl::SimpleAtoi(
+            brokers[node - 1].substr(brokers[node - 1].rfind(':') + 1),
+            &port)) {
+      return 0;
+    }
+    return port;
+  }
+
+  // (i): drops (`add`) or stops dropping the relay's EndTxn requests to
+  // `port` (`answers` false: every packet to it whose TCP payload starts a
+  // Kafka request with API key 26, the two bytes after the request's
+  // length) or the coordinator's answers to them (`answers` true: every
+  // packet from it whose payload starts a response of 10 to 12 bytes, as
+  // EndTxn's are, and no other answer the producer gets). The
+  // transactional connection has one request out at a time, so each
+  // request and answer starts a segment.
+  void DropEndTxn(int port, bool answers, bool add) {
+    const std::string match =
+        answers ? absl::StrCat("-s 127.0.0.1 --sport ", port,
+                               " -m u32 --u32 '0>>22&0x3C@12>>26&0x3C@0=10:12'")
+                : absl::StrCat("-d 127.0.0.1 --dport ", port,
+                               " -m u32 --u32 "
+                               "'0>>22&0x3C@12>>26&0x3C@4>>16=0x1A'");
+    ASSERT_EQ(
+        system(absl::StrCat("iptables -w ", add ? "-I" : "-D",
+                            " OUTPUT -p tcp ", match, " -m comment --comment ",
+                            kEndTxnTag, " -j DROP")
+                   .c_str()),
+        0);
+  }
+
+  // (i): the case, its EndTxn requests or their answers dropped.
+  void CommitUnanswered(bool answers) {
+    constexpr int kFlushTimeoutMs = 5000;
+    const std::string txn_id = slot_ + "-txn";
+    Process* proc =
+        StartRelay({"--set", "kafka.transactional_id=" + txn_id, "--set",
+                    absl::StrCat("kafka.flush_timeout_ms=", kFlushTimeoutMs)});
+    ASSERT_TRUE(Ready(proc)) << Logs();
+    Writers writers(table_, aggtype_, 2);
+    Hold(1000);
+    WaitCaughtUp();
+    absl::StatusOr<int> node = cluster().Coordinator(txn_id);
+    ASSERT_TRUE(node.ok()) << node.status();
+    const int port = NodePort(*node);
+    ASSERT_GT(port, 0) << cluster().brokers();
+    const size_t mark = Logs().size();
+    DropEndTxn(port, answers, true);
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          return Logs().find("the Kafka commit is unanswered", mark) !=
+                 std::string::npos;
+        },
+        30000))
+        << "no commit waited for its answer\n"
+        << Logs().substr(mark);
+    Hold(2 * kFlushTimeoutMs);
+    EXPECT_TRUE(proc->Running()) << Logs();
+    DropEndTxn(port, answers, false);
+    const auto let_through = Clock::now();
+    const double resume = ResumedAfter(WalNow(), let_through);
+    EXPECT_GE(resume, 0) << Logs();
+    const std::string what =
+        absl::StrCat(answers ? "answers to EndTxn from" : "EndTxn to",
+                     " the transaction coordinator dropped ",
+                     2 * kFlushTimeoutMs / 1000, " s > kafka.flush_timeout_ms");
+    std::cerr << what << ": resumed after " << Seconds(resume) << " s\n";
+    const std::string after = Logs().substr(mark);
+    EXPECT_NE(after.find("the resumed Kafka commit was answered"),
+              std::string::npos)
+        << after;
+    EXPECT_NE(after.find("result=committed"), std::string::npos) << after;
+    EXPECT_EQ(after.find("session ended"), std::string::npos) << after;
+    Hold(1000);
+    writers.Stop();
+    AuditAndRecord(
+        absl::StrCat(what, " (resumed after ", Seconds(resume), " s)"), 1);
+    EXPECT_TRUE(proc->Running()) << Logs();
+  }
+
   void SetWalSenderTimeout(const std::string& value) {
     wal_sender_timeout_set_ = true;
     db_->Exec("ALTER SYSTEM SET wal_sender_timeout = '" + value + "'");
@@ -190,6 +289,27 @@ TEST_P(CoordinatorKilledTest, TransactionCoordinatorKilledMidTransaction) {
                               Seconds(resume), " s)"),
                  1);
   EXPECT_TRUE(proc->Running()) << Logs();
+}
+
+// (i) The transaction coordinator stops answering the relay's commits: its
+// EndTxn requests are dropped on the way (everything else still flows, so
+// every record of the transaction is acknowledged) for twice
+// kafka.flush_timeout_ms, then let through. Before the relay resumed
+// commits, this ended its session with the error the 2026-11-28 CI
+// duplicate began with: "commit_transaction: _TIMED_OUT: Timed out waiting
+// for operation to finish, retry call to resume". Only Kafka knows the commit's
+// outcome meanwhile; a relay that gave its producer up would start a
+// session from whatever checkpoint it read while the commit could still
+// complete. It must resume the commit until Kafka answers: no session
+// ends, nothing is repeated, and the log says so.
+TEST_P(CoordinatorKilledTest, CommitRequestLostIsResumedNotGivenUp) {
+  CommitUnanswered(/*answers=*/false);
+}
+
+// The same with the coordinator's answers lost instead: Kafka committed
+// the transaction and the relay does not know it yet.
+TEST_P(CoordinatorKilledTest, CommitAnswerLostIsResumedNotGivenUp) {
+  CommitUnanswered(/*answers=*/true);
 }
 
 // (g) The relay cut off from the leader of one of its event partitions
