@@ -188,20 +188,36 @@ class ClusterNetworkFaultTest : public FaultHarness {
         0);
   }
 
+  // (f), (i): the exactly-once relay (transactional id <slot>-txn, and
+  // `extra` settings) with two writers, caught up; *node: the number of its
+  // transaction coordinator's node.
+  void StartWithCoordinator(const std::vector<std::string>& extra,
+                            Process** proc, std::unique_ptr<Writers>* writers,
+                            int* node) {
+    const std::string txn_id = slot_ + "-txn";
+    std::vector<std::string> args = {"--set",
+                                     "kafka.transactional_id=" + txn_id};
+    args.insert(args.end(), extra.begin(), extra.end());
+    *proc = StartRelay(args);
+    ASSERT_TRUE(Ready(*proc)) << Logs();
+    *writers = std::make_unique<Writers>(table_, aggtype_, 2);
+    Hold(1000);
+    WaitCaughtUp();
+    absl::StatusOr<int> n = cluster().Coordinator(txn_id);
+    ASSERT_TRUE(n.ok()) << n.status();
+    *node = *n;
+  }
+
   // (i): the case, its EndTxn requests or their answers dropped.
   void CommitUnanswered(bool answers) {
     constexpr int kFlushTimeoutMs = 5000;
-    const std::string txn_id = slot_ + "-txn";
-    Process* proc =
-        StartRelay({"--set", "kafka.transactional_id=" + txn_id, "--set",
-                    absl::StrCat("kafka.flush_timeout_ms=", kFlushTimeoutMs)});
-    ASSERT_TRUE(Ready(proc)) << Logs();
-    Writers writers(table_, aggtype_, 2);
-    Hold(1000);
-    WaitCaughtUp();
-    absl::StatusOr<int> node = cluster().Coordinator(txn_id);
-    ASSERT_TRUE(node.ok()) << node.status();
-    const int port = NodePort(*node);
+    Process* proc = nullptr;
+    std::unique_ptr<Writers> writers;
+    int node = 0;
+    ASSERT_NO_FATAL_FAILURE(StartWithCoordinator(
+        {"--set", absl::StrCat("kafka.flush_timeout_ms=", kFlushTimeoutMs)},
+        &proc, &writers, &node));
+    const int port = NodePort(node);
     ASSERT_GT(port, 0) << cluster().brokers();
     const size_t mark = Logs().size();
     DropEndTxn(port, answers, true);
@@ -231,7 +247,7 @@ class ClusterNetworkFaultTest : public FaultHarness {
     EXPECT_NE(after.find("result=committed"), std::string::npos) << after;
     EXPECT_EQ(after.find("session ended"), std::string::npos) << after;
     Hold(1000);
-    writers.Stop();
+    writers->Stop();
     AuditAndRecord(
         absl::StrCat(what, " (resumed after ", Seconds(resume), " s)"), 1);
     EXPECT_TRUE(proc->Running()) << Logs();
@@ -263,27 +279,24 @@ class ClusterNetworkFaultTest : public FaultHarness {
 using CoordinatorKilledTest = ClusterNetworkFaultTest;
 
 TEST_P(CoordinatorKilledTest, TransactionCoordinatorKilledMidTransaction) {
-  const std::string txn_id = slot_ + "-txn";
-  Process* proc = StartRelay({"--set", "kafka.transactional_id=" + txn_id});
-  ASSERT_TRUE(Ready(proc)) << Logs();
-  Writers writers(table_, aggtype_, 2);
-  Hold(1000);
-  WaitCaughtUp();
-  absl::StatusOr<int> node = cluster().Coordinator(txn_id);
-  ASSERT_TRUE(node.ok()) << node.status();
-  ASSERT_TRUE(cluster().Run("kill", {std::to_string(*node)}).ok());
+  Process* proc = nullptr;
+  std::unique_ptr<Writers> writers;
+  int coordinator = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      StartWithCoordinator({}, &proc, &writers, &coordinator));
+  ASSERT_TRUE(cluster().Run("kill", {std::to_string(coordinator)}).ok());
   auto killed = Clock::now();
   const std::string lsn = WalNow();
   // Resumes with the node still down.
   double resume = ResumedAfter(lsn, killed);
   EXPECT_GE(resume, 0) << "the relay did not resume after the coordinator, "
-                       << "node " << *node << ", was killed\n"
+                       << "node " << coordinator << ", was killed\n"
                        << Logs();
-  std::cerr << "coordinator (node " << *node << ") SIGKILL: resumed after "
-            << Seconds(resume) << " s\n";
-  ASSERT_TRUE(cluster().Run("restart", {std::to_string(*node)}).ok());
+  std::cerr << "coordinator (node " << coordinator
+            << ") SIGKILL: resumed after " << Seconds(resume) << " s\n";
+  ASSERT_TRUE(cluster().Run("restart", {std::to_string(coordinator)}).ok());
   Hold(1000);
-  writers.Stop();
+  writers->Stop();
   AuditAndRecord(absl::StrCat("transaction coordinator SIGKILL + restart "
                               "(resumed after ",
                               Seconds(resume), " s)"),
