@@ -11,8 +11,10 @@
 //       each other, so its leaderships stay) for longer than the producer's
 //       request timeout, then healed;
 //   (i) exactly once: the transaction coordinator stops answering the
-//       relay's commits (iptables drops its EndTxn requests) for longer
-//       than kafka.flush_timeout_ms, then answers again;
+//       relay's commits (iptables drops its EndTxn requests, or its
+//       answers) for longer than kafka.flush_timeout_ms, then answers
+//       again; (i'') an answer lost, then the coordinator's node and
+//       another killed, and the coordinator's back;
 //   (h) the relay cut off from PostgreSQL for longer than wal_sender_timeout,
 //       packets dropped with the connection left open (half-open): the
 //       relay connects through a port of its own that iptables redirects to
@@ -323,6 +325,59 @@ TEST_P(CoordinatorKilledTest, CommitRequestLostIsResumedNotGivenUp) {
 // the transaction and the relay does not know it yet.
 TEST_P(CoordinatorKilledTest, CommitAnswerLostIsResumedNotGivenUp) {
   CommitUnanswered(/*answers=*/true);
+}
+
+// (i'') The known duplicate's sequence (docs/concepts/delivery-guarantees.md)
+// on demand: the coordinator's answer to a commit is lost (Kafka decided
+// it; the relay does not know), then the coordinator's node and one more
+// are killed while the relay waits (two of three: no quorum, nothing
+// acknowledged), and the coordinator's node comes back. The relay must
+// learn the commit's outcome from Kafka and never publish the
+// transaction's events twice.
+TEST_P(CoordinatorKilledTest, CommitAnswerLostThenCoordinatorAndAnotherKilled) {
+  constexpr int kFlushTimeoutMs = 5000;
+  Process* proc = nullptr;
+  std::unique_ptr<Writers> writers;
+  int node = 0;
+  ASSERT_NO_FATAL_FAILURE(StartWithCoordinator(
+      {"--set", absl::StrCat("kafka.flush_timeout_ms=", kFlushTimeoutMs)},
+      &proc, &writers, &node));
+  const int port = NodePort(node);
+  ASSERT_GT(port, 0) << cluster().brokers();
+  const int other = node % 3 + 1;
+  const size_t mark = Logs().size();
+  DropEndTxn(port, /*answers=*/true, true);
+  // A commit is out, its answer lost (the relay commits every 100 ms and
+  // says so after a second without an answer).
+  const bool waited = WaitUntil(
+      [&] {
+        return Logs().find("the Kafka commit is unanswered", mark) !=
+               std::string::npos;
+      },
+      10000);
+  ASSERT_TRUE(cluster().Run("kill", {std::to_string(node)}).ok());
+  ASSERT_TRUE(cluster().Run("kill", {std::to_string(other)}).ok());
+  DropEndTxn(port, /*answers=*/true, false);
+  Hold(2 * kFlushTimeoutMs);
+  EXPECT_TRUE(proc->Running()) << Logs();
+  ASSERT_TRUE(cluster().Run("restart", {std::to_string(node)}).ok());
+  const auto back = Clock::now();
+  const double resume = ResumedAfter(WalNow(), back);
+  EXPECT_GE(resume, 0) << Logs();
+  const std::string what =
+      absl::StrCat("answer to EndTxn lost, then the coordinator (node ", node,
+                   ") and node ", other, " killed; node ", node, " back");
+  std::cerr << what << ": resumed after " << Seconds(resume) << " s\n";
+  const std::string after = Logs().substr(mark);
+  EXPECT_TRUE(waited) << "no commit waited for its answer\n" << after;
+  EXPECT_NE(after.find("the resumed Kafka commit was answered"),
+            std::string::npos)
+      << after;
+  Hold(1000);
+  writers->Stop();
+  AuditAndRecord(absl::StrCat(what, " (resumed after ", Seconds(resume), " s)"),
+                 1);
+  EXPECT_TRUE(proc->Running()) << Logs();
 }
 
 // (g) The relay cut off from the leader of one of its event partitions
