@@ -210,17 +210,27 @@ class ClusterNetworkFaultTest : public FaultHarness {
     *node = *n;
   }
 
+  // (i), (i''): the exactly-once relay with kafka.flush_timeout_ms at
+  // kCommitFlushTimeoutMs, started as StartWithCoordinator does; *port: its
+  // coordinator's port.
+  static constexpr int kCommitFlushTimeoutMs = 5000;
+  void StartForCommitFaults(Process** proc, std::unique_ptr<Writers>* writers,
+                            int* node, int* port) {
+    ASSERT_NO_FATAL_FAILURE(StartWithCoordinator(
+        {"--set",
+         absl::StrCat("kafka.flush_timeout_ms=", kCommitFlushTimeoutMs)},
+        proc, writers, node));
+    *port = NodePort(*node);
+    ASSERT_GT(*port, 0) << cluster().brokers();
+  }
+
   // (i): the case, its EndTxn requests or their answers dropped.
   void CommitUnanswered(bool answers) {
-    constexpr int kFlushTimeoutMs = 5000;
     Process* proc = nullptr;
     std::unique_ptr<Writers> writers;
-    int node = 0;
-    ASSERT_NO_FATAL_FAILURE(StartWithCoordinator(
-        {"--set", absl::StrCat("kafka.flush_timeout_ms=", kFlushTimeoutMs)},
-        &proc, &writers, &node));
-    const int port = NodePort(node);
-    ASSERT_GT(port, 0) << cluster().brokers();
+    int node = 0, port = 0;
+    ASSERT_NO_FATAL_FAILURE(
+        StartForCommitFaults(&proc, &writers, &node, &port));
     const size_t mark = Logs().size();
     DropEndTxn(port, answers, true);
     EXPECT_TRUE(WaitUntil(
@@ -231,16 +241,16 @@ class ClusterNetworkFaultTest : public FaultHarness {
         30000))
         << "no commit waited for its answer\n"
         << Logs().substr(mark);
-    Hold(2 * kFlushTimeoutMs);
+    Hold(2 * kCommitFlushTimeoutMs);
     EXPECT_TRUE(proc->Running()) << Logs();
     DropEndTxn(port, answers, false);
     const auto let_through = Clock::now();
     const double resume = ResumedAfter(WalNow(), let_through);
     EXPECT_GE(resume, 0) << Logs();
-    const std::string what =
-        absl::StrCat(answers ? "answers to EndTxn from" : "EndTxn to",
-                     " the transaction coordinator dropped ",
-                     2 * kFlushTimeoutMs / 1000, " s > kafka.flush_timeout_ms");
+    const std::string what = absl::StrCat(
+        answers ? "answers to EndTxn from" : "EndTxn to",
+        " the transaction coordinator dropped ",
+        2 * kCommitFlushTimeoutMs / 1000, " s > kafka.flush_timeout_ms");
     std::cerr << what << ": resumed after " << Seconds(resume) << " s\n";
     const std::string after = Logs().substr(mark);
     EXPECT_NE(after.find("the resumed Kafka commit was answered"),
@@ -335,15 +345,10 @@ TEST_P(CoordinatorKilledTest, CommitAnswerLostIsResumedNotGivenUp) {
 // learn the commit's outcome from Kafka and never publish the
 // transaction's events twice.
 TEST_P(CoordinatorKilledTest, CommitAnswerLostThenCoordinatorAndAnotherKilled) {
-  constexpr int kFlushTimeoutMs = 5000;
   Process* proc = nullptr;
   std::unique_ptr<Writers> writers;
-  int node = 0;
-  ASSERT_NO_FATAL_FAILURE(StartWithCoordinator(
-      {"--set", absl::StrCat("kafka.flush_timeout_ms=", kFlushTimeoutMs)},
-      &proc, &writers, &node));
-  const int port = NodePort(node);
-  ASSERT_GT(port, 0) << cluster().brokers();
+  int node = 0, port = 0;
+  ASSERT_NO_FATAL_FAILURE(StartForCommitFaults(&proc, &writers, &node, &port));
   const int other = node % 3 + 1;
   const size_t mark = Logs().size();
   DropEndTxn(port, /*answers=*/true, true);
@@ -358,7 +363,7 @@ TEST_P(CoordinatorKilledTest, CommitAnswerLostThenCoordinatorAndAnotherKilled) {
   ASSERT_TRUE(cluster().Run("kill", {std::to_string(node)}).ok());
   ASSERT_TRUE(cluster().Run("kill", {std::to_string(other)}).ok());
   DropEndTxn(port, /*answers=*/true, false);
-  Hold(2 * kFlushTimeoutMs);
+  Hold(2 * kCommitFlushTimeoutMs);
   EXPECT_TRUE(proc->Running()) << Logs();
   ASSERT_TRUE(cluster().Run("restart", {std::to_string(node)}).ok());
   const auto back = Clock::now();
