@@ -201,7 +201,7 @@ struct KafkaConfig {
   // file whose content becomes property NAME at load (config/secrets.h).
   std::map<std::string, std::string> properties = {
       {"enable.idempotence", "true"},    {"acks", "all"},
-      {"partitioner", "murmur2_random"}, {"linger.ms", "5"},
+      {"partitioner", "murmur2_random"}, {"linger.ms", "20"},
       {"compression.type", "none"},
   };
   int64_t flush_timeout_ms = 30000;

@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<RdKafkaSink>> RdKafkaSink::Create(
       // The Java producer's max.request.size (librdkafka's default is
       // 1000000): a payload Debezium publishes is published here too.
       {"message.max.bytes", absl::StrCat(kDefaultMessageMaxBytes)},
-      {"linger.ms", "5"},
+      {"linger.ms", "20"},
       {"batch.num.messages", "10000"},
       {"queue.buffering.max.messages", "1000000"},
       {"queue.buffering.max.kbytes", "1048576"},

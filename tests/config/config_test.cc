@@ -61,7 +61,7 @@ TEST(ConfigTest, Defaults) {
                 UnorderedElementsAre(
                     Pair("enable.idempotence", "true"), Pair("acks", "all"),
                     Pair("partitioner", "murmur2_random"),
-                    Pair("linger.ms", "5"), Pair("compression.type", "none")));
+                    Pair("linger.ms", "20"), Pair("compression.type", "none")));
     EXPECT_EQ(c.kafka.flush_timeout_ms, 30000);
     EXPECT_EQ(c.limits.max_inflight_events, 10000);
     EXPECT_EQ(c.limits.max_inflight_bytes, 2 * 1024 * 1024);
