@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/progress.h"
-#include "common/scram_hint.h"
+#include "kafka/kafka_refusal.h"
 #include "kafka/rdkafka_log.h"
 #include "outbox/status_macros.h"
 #include "pg/pg_connection.h"
@@ -526,14 +526,10 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
   set("isolation.level",
       read_committed ? "read_committed" : "read_uncommitted");
   set("log_level", "3");
-  // The last connection error librdkafka told, to say why metadata failed
-  // (a refused password or certificate, not only "transport failure").
-  std::string last_error;
-  rd_kafka_conf_set_opaque(conf, &last_error);
-  rd_kafka_conf_set_error_cb(
-      conf, [](rd_kafka_t*, int, const char* reason, void* opaque) {
-        *static_cast<std::string*>(opaque) = reason != nullptr ? reason : "";
-      });
+  // A refused password or certificate ends the wait for metadata at once,
+  // and says why (not only "transport failure").
+  KafkaRefusal refusal(config.kafka.brokers);
+  refusal.Watch(conf);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
@@ -542,14 +538,17 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
   std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> guard(rk,
                                                            rd_kafka_destroy);
   const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, nullptr, &md, 10000);
+  rd_kafka_resp_err_t e =
+      refusal.Metadata(rk, /*all_topics=*/true, nullptr, &md, 10000);
+  if (!refusal.status().ok()) return refusal.status();
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    rd_kafka_poll(rk, 0);  // serves the error callback
-    return absl::UnavailableError(absl::StrCat(
-        "cannot connect to Kafka (", config.kafka.brokers,
-        "): metadata: ", rd_kafka_err2str(e),
-        last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
-        ScramProofHint(last_error, rd_kafka_version())));
+    (void)refusal.Check(rk);  // the reason of an error told meanwhile
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to Kafka (", config.kafka.brokers,
+                     "): metadata: ", rd_kafka_err2str(e),
+                     refusal.last_error().empty()
+                         ? ""
+                         : absl::StrCat(" (", refusal.last_error(), ")")));
   }
   std::vector<std::regex> res;
   for (const auto& p : patterns) res.emplace_back(p);

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "kafka/kafka_refusal.h"
 #include "kafka/rdkafka_log.h"
 #include "outbox/status_macros.h"
 
@@ -25,6 +26,14 @@ struct KafkaDeleter {
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
   }
+};
+
+// A reader's client, and the refusal its error callback records (its
+// opaque: destroyed after the client).
+struct Consumer {
+  std::unique_ptr<KafkaRefusal> refusal;
+  std::unique_ptr<rd_kafka_t, KafkaDeleter> rk;
+  rd_kafka_t* get() const { return rk.get(); }
 };
 
 // Producer-only properties a consumer would warn about or refuse.
@@ -61,9 +70,9 @@ bool ConsumerProperty(const std::string& key) {
 
 // A client with the reader's properties and isolation level. Its own
 // client.id suffix tells the two apart in broker logs.
-absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> NewConsumer(
-    const KafkaOptions& options, absl::string_view isolation,
-    absl::string_view what) {
+absl::StatusOr<Consumer> NewConsumer(const KafkaOptions& options,
+                                     absl::string_view isolation,
+                                     absl::string_view what) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
   std::vector<std::pair<std::string, std::string>> props;
@@ -95,13 +104,17 @@ absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> NewConsumer(
           absl::StrCat("kafka property ", k, " (", what, " reader): ", err));
     }
   }
+  Consumer consumer;
+  consumer.refusal = std::make_unique<KafkaRefusal>(options.brokers);
+  consumer.refusal->Watch(conf);
   rd_kafka_t* raw = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
   if (raw == nullptr) {
     rd_kafka_conf_destroy(conf);
     return absl::InternalError(
         absl::StrCat("cannot create the ", what, " reader: ", err));
   }
-  return std::unique_ptr<rd_kafka_t, KafkaDeleter>(raw);
+  consumer.rk.reset(raw);
+  return consumer;
 }
 
 absl::Status TopicError(absl::string_view what, const std::string& topic,
@@ -149,9 +162,9 @@ constexpr std::chrono::milliseconds kMetadataRetry(200);
 // metadata does not show yet (created a moment ago: the brokers learn of it
 // asynchronously; or stale metadata after a restart), or whose partitions
 // have no leader yet, is asked again until timeout_ms has passed.
-absl::StatusOr<int> TopicPartitions(rd_kafka_t* rk, const std::string& topic,
-                                    int timeout_ms, absl::string_view what,
-                                    bool topic_exists) {
+absl::StatusOr<int> TopicPartitions(Consumer& consumer,
+                                    const std::string& topic, int timeout_ms,
+                                    absl::string_view what, bool topic_exists) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
@@ -160,10 +173,12 @@ absl::StatusOr<int> TopicPartitions(rd_kafka_t* rk, const std::string& topic,
     const int metadata_wait =
         static_cast<int>(std::max<int64_t>(left.count(), 1));
     const rd_kafka_metadata_t* md = nullptr;
-    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
-    const rd_kafka_resp_err_t e =
-        rd_kafka_metadata(rk, 0, rkt, &md, metadata_wait);
+    rd_kafka_topic_t* rkt =
+        rd_kafka_topic_new(consumer.get(), topic.c_str(), nullptr);
+    const rd_kafka_resp_err_t e = consumer.refusal->Metadata(
+        consumer.get(), /*all_topics=*/false, rkt, &md, metadata_wait);
     rd_kafka_topic_destroy(rkt);
+    RETURN_IF_ERROR(consumer.refusal->status());
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
       return absl::UnavailableError(absl::StrCat(
           "cannot read the ", what, " ", topic, ": ", rd_kafka_err2str(e)));
@@ -225,16 +240,16 @@ absl::Status ReadKeyedValues(const KafkaOptions& options,
   if (extent != nullptr) *extent = "empty";
   // The high watermarks come from a read_uncommitted client: a
   // read_committed one may answer with the last stable offset.
-  absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> probe =
+  absl::StatusOr<Consumer> probe =
       NewConsumer(options, "read_uncommitted", what);
   if (!probe.ok()) return probe.status();
-  absl::StatusOr<std::unique_ptr<rd_kafka_t, KafkaDeleter>> reader =
+  absl::StatusOr<Consumer> reader =
       NewConsumer(options, "read_committed", what);
   if (!reader.ok()) return reader.status();
   rd_kafka_t* rk = reader->get();
 
   absl::StatusOr<int> described =
-      TopicPartitions(probe->get(), topic, timeout_ms, what, topic_exists);
+      TopicPartitions(*probe, topic, timeout_ms, what, topic_exists);
   // Only a topic that does not exist means "nothing recorded yet".
   if (absl::IsNotFound(described.status())) return absl::OkStatus();
   if (!described.ok()) return described.status();
@@ -271,7 +286,7 @@ absl::Status ReadKeyedValues(const KafkaOptions& options,
   // The reader's own metadata first: its connection to the leaders is up
   // before it is assigned, instead of its first fetch waiting for it.
   if (absl::StatusOr<int> warm =
-          TopicPartitions(rk, topic, timeout_ms, what, topic_exists);
+          TopicPartitions(*reader, topic, timeout_ms, what, topic_exists);
       !warm.ok()) {
     rd_kafka_topic_partition_list_destroy(list);
     return warm.status();

@@ -16,13 +16,14 @@ namespace {
 constexpr char kCleanupPolicy[] = "cleanup.policy";
 
 // The topic's cleanup.policy; NotFound when the topic does not exist.
-absl::StatusOr<std::string> DescribeCleanupPolicy(rd_kafka_t* rk,
+absl::StatusOr<std::string> DescribeCleanupPolicy(TopicAdmin* admin,
                                                   const std::string& topic,
                                                   int timeout_ms) {
+  rd_kafka_t* rk = admin->handle();
   rd_kafka_ConfigResource_t* res =
       rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
   rd_kafka_ConfigResource_set_config(res, kCleanupPolicy, nullptr);
-  AdminCall call(rk);
+  AdminCall call(admin);
   rd_kafka_DescribeConfigs(rk, &res, 1, nullptr, call.queue());
   rd_kafka_ConfigResource_destroy(res);
   absl::StatusOr<rd_kafka_event_t*> ev =
@@ -61,10 +62,9 @@ absl::StatusOr<CheckpointTopicState> EnsureCheckpointTopic(
     const KafkaConfig::InternalTopics& internal, int timeout_ms) {
   ASSIGN_OR_RETURN(std::unique_ptr<TopicAdmin> admin,
                    TopicAdmin::Create(options));
-  rd_kafka_t* rk = admin->handle();
   CheckpointTopicState state;
   absl::StatusOr<std::string> policy =
-      DescribeCleanupPolicy(rk, topic, timeout_ms);
+      DescribeCleanupPolicy(admin.get(), topic, timeout_ms);
   if (absl::IsNotFound(policy.status())) {
     // One partition (one key per database and slot), compacted; the
     // replication kafka.internal_topics sets (default: the cluster's).
@@ -76,7 +76,7 @@ absl::StatusOr<CheckpointTopicState> EnsureCheckpointTopic(
       return s;
     }
     state.created = true;
-    policy = DescribeCleanupPolicy(rk, topic, timeout_ms);
+    policy = DescribeCleanupPolicy(admin.get(), topic, timeout_ms);
     // Created, but not yet visible to a describe: it was made compacted.
     if (absl::IsNotFound(policy.status())) policy = std::string("compact");
   }

@@ -12,8 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
-#include "common/scram_hint.h"
 #include "config/redact.h"
+#include "kafka/kafka_refusal.h"
 #include "kafka/rdkafka_log.h"
 #include "outbox/clock.h"
 
@@ -41,19 +41,6 @@ std::string RecordBytes(size_t key, size_t value, size_t headers) {
   return absl::StrCat(key + value + headers, " bytes (key ", key, " + value ",
                       value, " + headers ", headers, ")");
 }
-
-// A connection error's reason that no reconnect fixes: the broker's
-// certificate failed verification, or the broker refused ours with a TLS
-// alert (which librdkafka reports as __SSL during the handshake, or as
-// __TRANSPORT "Receive failed: ... alert certificate unknown" after it).
-bool IsTlsRefusal(absl::string_view reason) {
-  return absl::StrContains(reason, "certificate verify failed") ||
-         (absl::StrContains(reason, "SSL") &&
-          absl::StrContains(reason, " alert "));
-}
-
-// How long records wait unacknowledged before the stall is told, and how
-// often it is told again.
 
 }  // namespace
 
@@ -395,14 +382,10 @@ void RdKafkaSink::HandleError(int err, const char* reason) {
       // says FailedPrecondition (exit 3) instead of a reconnect loop. Other
       // transport and TLS errors (a broker down or gone mid-handshake) are
       // waited out.
-      if (refused_.ok() && (err == RD_KAFKA_RESP_ERR__AUTHENTICATION ||
-                            IsTlsRefusal(reason != nullptr ? reason : ""))) {
-        refused_ = absl::FailedPreconditionError(absl::StrCat(
-            "cannot connect to Kafka (", brokers_,
-            "): ", rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)),
-            ": ", reason != nullptr ? reason : "",
-            ScramProofHint(reason != nullptr ? reason : "",
-                           rd_kafka_version())));
+      if (refused_.ok() &&
+          IsPermanentRefusal(err, reason != nullptr ? reason : "")) {
+        refused_ = RefusedConnectionError(brokers_, err,
+                                          reason != nullptr ? reason : "");
       }
       break;
     case RD_KAFKA_RESP_ERR__RESOLVE:

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "kafka/admin_call.h"
+#include "kafka/kafka_refusal.h"
 #include "kafka/rdkafka_log.h"
 
 namespace outbox {
@@ -43,16 +44,23 @@ absl::StatusOr<std::unique_ptr<TopicAdmin>> TopicAdmin::Create(
     }
   }
   UseRdKafkaLog(conf);
+  auto refusal = std::make_unique<KafkaRefusal>(options.brokers);
+  refusal->Watch(conf);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
     return absl::InternalError(
         absl::StrCat("cannot create the Kafka admin client: ", err));
   }
-  return std::unique_ptr<TopicAdmin>(new TopicAdmin(rk));
+  return std::unique_ptr<TopicAdmin>(new TopicAdmin(rk, std::move(refusal)));
 }
 
+TopicAdmin::TopicAdmin(rd_kafka_t* rk, std::unique_ptr<KafkaRefusal> refusal)
+    : rk_(rk), refusal_(std::move(refusal)) {}
+
 TopicAdmin::~TopicAdmin() { rd_kafka_destroy(rk_); }
+
+absl::Status TopicAdmin::Refused() { return refusal_->Check(rk_); }
 
 absl::Status TopicAdmin::CreateTopic(const std::string& topic,
                                      const NewTopicSpec& spec, int timeout_ms) {
@@ -66,7 +74,7 @@ absl::Status TopicAdmin::CreateTopic(const std::string& topic,
   for (const auto& [k, v] : spec.configs) {
     rd_kafka_NewTopic_set_config(nt, k.c_str(), v.c_str());
   }
-  AdminCall call(rk_);
+  AdminCall call(this);
   rd_kafka_CreateTopics(rk_, &nt, 1, nullptr, call.queue());
   rd_kafka_NewTopic_destroy(nt);
   absl::StatusOr<rd_kafka_event_t*> ev =

@@ -22,6 +22,8 @@ struct rd_kafka_s;
 
 namespace outbox {
 
+class KafkaRefusal;
+
 // What a new topic gets. -1: the broker's default (num.partitions,
 // default.replication.factor).
 struct NewTopicSpec {
@@ -56,9 +58,16 @@ class TopicAdmin {
 
   rd_kafka_s* handle() const { return rk_; }
 
+  // OK, or FailedPrecondition when the brokers refused this client's
+  // password, CA or certificate (kafka/kafka_refusal.h): the calls above
+  // stop waiting for an answer that cannot come.
+  absl::Status Refused();
+  KafkaRefusal* refusal() { return refusal_.get(); }
+
  private:
-  explicit TopicAdmin(rd_kafka_s* rk) : rk_(rk) {}
+  TopicAdmin(rd_kafka_s* rk, std::unique_ptr<KafkaRefusal> refusal);
   rd_kafka_s* rk_;
+  std::unique_ptr<KafkaRefusal> refusal_;  // the client's opaque
 };
 
 // kafka.topic_creation: creates `topic`, which Kafka said does not exist,

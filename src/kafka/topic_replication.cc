@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kafka/kafka_refusal.h"
 #include "kafka/topic_admin.h"
 #include "outbox/status_macros.h"
 
@@ -18,8 +19,9 @@ absl::StatusOr<ClusterReplication> DescribeTopicReplication(
   ASSIGN_OR_RETURN(std::unique_ptr<TopicAdmin> admin,
                    TopicAdmin::Create(options));
   const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_resp_err_t e = rd_kafka_metadata(admin->handle(), /*all_topics=*/1,
-                                            nullptr, &md, timeout_ms);
+  const rd_kafka_resp_err_t e = admin->refusal()->Metadata(
+      admin->handle(), /*all_topics=*/true, nullptr, &md, timeout_ms);
+  RETURN_IF_ERROR(admin->refusal()->status());
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError(absl::StrCat(
         "cannot read the topics' metadata: ", rd_kafka_err2str(e)));
