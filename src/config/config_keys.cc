@@ -387,9 +387,10 @@ std::vector<ConfigKey> BuildKeys() {
              "NAME_file: a file whose content is property NAME, read at "
              "start (sasl.password_file, ssl.key.password_file, ...)"));
   add(Global("kafka.send_when_idle", G(kafka.send_when_idle),
-             "once everything readable is produced, send what the producer "
-             "holds at once instead of waiting out linger.ms: low latency at "
-             "low rates, linger.ms batching under load")
+             "once everything readable is produced, or the in-flight window "
+             "is full, send what the producer holds at once instead of "
+             "waiting out linger.ms: low latency at low rates, linger.ms "
+             "batching under load")
           .For(kRelayOnly));
   add(Global("kafka.flush_timeout_ms", G(kafka.flush_timeout_ms),
              "how long shutdown waits for outstanding deliveries")

@@ -113,12 +113,14 @@ struct RelayOptions {
   OnUpdate on_update = OnUpdate::kIgnore;
   std::string dead_letter_topic = "outbox.dead_letter";
   int flush_timeout_ms = 30000;
-  // When a pass over the stream found it quiet (fewer messages than make
-  // the relay coalesce), records were produced since, and every record
-  // produced before them is acknowledged, ask the producer to send them now
-  // (a Flush with a 1 ms timeout; best effort, see Relay::Run) instead of
-  // waiting out linger.ms. At most one such send is in flight; under load
-  // passes stay busy and linger.ms batches.
+  // Ask the producer to send what it holds now (a Flush with a 1 ms
+  // timeout; best effort, see Relay::WaitAfter) instead of waiting out
+  // linger.ms, when nothing more would join it: a pass over the stream
+  // found it quiet (fewer messages than make the relay coalesce), records
+  // were produced since, and every record produced before them is
+  // acknowledged (at most one such send in flight); or a pass stopped at
+  // the in-flight window (once per hold). Busy passes the window does not
+  // stop leave batching to linger.ms.
   bool send_when_idle = true;
   int progress_interval_s = 10;
   // The tableless outbox (not owned; must outlive Run()): transactional
@@ -314,7 +316,7 @@ class Relay {
   Lsn txn_commit_lsn_ = kInvalidLsn;
   Lsn received_ = kInvalidLsn;
   int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
-  int64_t unsent_ = 0;       // records produced since the last idle flush
+  int64_t unsent_ = 0;       // records produced since the last send now
 
   // Status updates. The session's start position (the slot's
   // confirmed_flush_lsn): no flush sent is ever below it, whatever the
