@@ -48,6 +48,9 @@ class PipelineObserver {
   virtual void OnDelivered(absl::string_view /*topic*/,
                            int64_t /*value_bytes*/) {}
   virtual void ObserveLatency(double /*seconds*/) {}
+  // Per event read: `seconds` from its transaction's commit to the relay
+  // reading the transaction's Begin (< 0: unknown).
+  virtual void ObserveReceiveLatency(double /*seconds*/) {}
   virtual void OnDeadLettered() {}
   virtual void OnDeliveryError() {}
 

@@ -314,6 +314,9 @@ class Relay {
   bool ending_ = false;      // end_session answered true: end at a boundary
   // Where the open transaction's commit record starts (from its Begin).
   Lsn txn_commit_lsn_ = kInvalidLsn;
+  // Seconds from the open transaction's commit to reading its Begin (< 0:
+  // unknown): each of its events' receive latency.
+  double txn_receive_s_ = -1;
   Lsn received_ = kInvalidLsn;
   int64_t turn_now_us_ = 0;  // NowMicros() at the top of the loop turn
   int64_t unsent_ = 0;       // records produced since the last send now

@@ -69,9 +69,12 @@ absl::Status Relay::HandleBegin(const StreamMessage& msg) {
   in_transaction_ = true;
   txn_commit_lsn_ = change_.lsn;
   policy_->OnBegin(change_.lsn);
-  policy_->OnBacklog(change_.commit_time_us > 0
-                         ? clock_->UnixMicros() - change_.commit_time_us
-                         : 0);
+  const int64_t since_commit_us =
+      change_.commit_time_us > 0 ? clock_->UnixMicros() - change_.commit_time_us
+                                 : -1;
+  txn_receive_s_ =
+      since_commit_us < 0 ? -1 : std::max<int64_t>(0, since_commit_us) / 1e6;
+  policy_->OnBacklog(std::max<int64_t>(since_commit_us, 0));
   return in_flight_.Begin(change_.commit_time_us);
 }
 
@@ -155,6 +158,7 @@ absl::Status Relay::AdmitAndProduce(const StreamMessage& msg,
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(uint64_t ticket, in_flight_.Track());
+  observer_->ObserveReceiveLatency(txn_receive_s_);
   // A poison message is dead-lettered as its content (what the application
   // wrote), a row as the plugin's record of it in text (the same whatever
   // the transfer mode; made only for a dead letter).

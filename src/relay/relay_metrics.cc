@@ -179,16 +179,25 @@ RelayMetrics::RelayMetrics(std::shared_ptr<prometheus::Registry> registry,
   for (size_t i = 0; i < std::size(kWalStatuses); ++i) {
     wal_status_->by_status[i] = &status.Add({{"status", kWalStatuses[i]}});
   }
-  // Commit to delivery report: milliseconds in a healthy pipeline, minutes
-  // behind a backlog or an outage.
-  latency_bounds_ = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                     1,     2.5,  5,     10,   30,  60,   300};
-  latency_pending_.assign(latency_bounds_.size() + 1, 0);
+  // From commit: a millisecond or less in a healthy pipeline at low rates,
+  // minutes behind a backlog or an outage.
+  latency_bounds_ = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                     0.5,   1,      2.5,   5,    10,    30,   60,  300};
   latency_ = &prometheus::BuildHistogram()
                   .Name("outbox_relay_delivery_latency_seconds")
                   .Help("Commit in PostgreSQL to Kafka delivery report.")
                   .Register(r)
                   .Add({}, latency_bounds_);
+  delivery_latency_.Init(latency_, &latency_bounds_);
+  receive_latency_.Init(
+      &prometheus::BuildHistogram()
+           .Name("outbox_relay_receive_latency_seconds")
+           .Help("Commit in PostgreSQL to the relay reading the event's "
+                 "transaction from the replication stream (its Begin), per "
+                 "event.")
+           .Register(r)
+           .Add({}, latency_bounds_),
+      &latency_bounds_);
 }
 
 RelayMetrics::~RelayMetrics() = default;
@@ -223,15 +232,37 @@ void RelayMetrics::OnDelivered(absl::string_view topic, int64_t value_bytes) {
   topics_pending_ = true;
 }
 
-void RelayMetrics::ObserveLatency(double seconds) {
+void RelayMetrics::BufferedHistogram::Init(prometheus::Histogram* h,
+                                           const std::vector<double>* b) {
+  histogram = h;
+  bounds = b;
+  pending.assign(b->size() + 1, 0);
+}
+
+void RelayMetrics::BufferedHistogram::Observe(double seconds) {
   if (seconds < 0) return;
   // Same bucket as Histogram::Observe: the first bound >= the value.
-  size_t bucket = std::lower_bound(latency_bounds_.begin(),
-                                   latency_bounds_.end(), seconds) -
-                  latency_bounds_.begin();
-  latency_pending_[bucket] += 1;
-  latency_pending_sum_ += seconds;
-  latency_is_pending_ = true;
+  size_t bucket = std::lower_bound(bounds->begin(), bounds->end(), seconds) -
+                  bounds->begin();
+  pending[bucket] += 1;
+  pending_sum += seconds;
+  is_pending = true;
+}
+
+void RelayMetrics::BufferedHistogram::Publish() {
+  if (!is_pending) return;
+  histogram->ObserveMultiple(pending, pending_sum);
+  std::fill(pending.begin(), pending.end(), 0);
+  pending_sum = 0;
+  is_pending = false;
+}
+
+void RelayMetrics::ObserveLatency(double seconds) {
+  delivery_latency_.Observe(seconds);
+}
+
+void RelayMetrics::ObserveReceiveLatency(double seconds) {
+  receive_latency_.Observe(seconds);
 }
 
 void RelayMetrics::Flush() {
@@ -245,12 +276,8 @@ void RelayMetrics::Flush() {
     }
     topics_pending_ = false;
   }
-  if (latency_is_pending_) {
-    latency_->ObserveMultiple(latency_pending_, latency_pending_sum_);
-    std::fill(latency_pending_.begin(), latency_pending_.end(), 0);
-    latency_pending_sum_ = 0;
-    latency_is_pending_ = false;
-  }
+  delivery_latency_.Publish();
+  receive_latency_.Publish();
 }
 
 void RelayMetrics::OnDeliveryError() { delivery_errors_->Increment(); }

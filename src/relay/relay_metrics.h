@@ -21,6 +21,9 @@
 //                                                the oldest unconfirmed
 //                                                transaction with events; 0
 //                                                when none is pending
+//   outbox_relay_receive_latency_seconds         histogram: commit -> the
+//                                                relay reads the
+//                                                transaction (per event)
 //   outbox_relay_delivery_latency_seconds        histogram: commit -> report
 //   outbox_relay_reconnects_total                sessions restarted
 //   outbox_relay_slot_retained_wal_bytes         pg_current_wal_lsn() -
@@ -137,6 +140,7 @@ class RelayMetrics : public PipelineObserver {
   void OnDelivered(absl::string_view topic, int64_t value_bytes) override;
   // `seconds` < 0: unknown commit time, not observed.
   void ObserveLatency(double seconds) override;
+  void ObserveReceiveLatency(double seconds) override;
   // Relay thread; immediate.
   void OnDeliveryError() override;
   void OnDeadLettered() override;
@@ -287,6 +291,18 @@ class RelayMetrics : public PipelineObserver {
   prometheus::Gauge* ready_;
   prometheus::Gauge* last_turn_timestamp_;
   const Clock* clock_;
+  // A histogram observed per event on the relay thread: a bucket search
+  // per observation, published once per turn (Flush).
+  struct BufferedHistogram {
+    void Init(prometheus::Histogram* h, const std::vector<double>* b);
+    void Observe(double seconds);
+    void Publish();
+    prometheus::Histogram* histogram = nullptr;
+    const std::vector<double>* bounds = nullptr;
+    std::vector<double> pending;  // per bucket, +Inf last
+    double pending_sum = 0;
+    bool is_pending = false;
+  };
   prometheus::Histogram* latency_;
   prometheus::Family<prometheus::Counter>* events_family_;
   prometheus::Family<prometheus::Counter>* bytes_family_;
@@ -295,9 +311,7 @@ class RelayMetrics : public PipelineObserver {
   absl::flat_hash_map<std::string, TopicCounters> topics_;
   bool topics_pending_ = false;
   std::vector<double> latency_bounds_;
-  std::vector<double> latency_pending_;  // per bucket, +Inf last
-  double latency_pending_sum_ = 0;
-  bool latency_is_pending_ = false;
+  BufferedHistogram delivery_latency_, receive_latency_;
   // Copies of figures the registry holds in forms that lose them (LSNs as
   // doubles, the per-topic counters), for FillStatus().
   std::atomic<int64_t> delivered_total_{0};

@@ -58,6 +58,39 @@ TEST_F(RelayMetricsTest, LatencyIsCommitTimeToDeliveryReport) {
   EXPECT_LT(sum, 3 * 2.5);
 }
 
+TEST_F(RelayMetricsTest, ReceiveLatencyIsCommitTimeToReadingTheTransaction) {
+  // Read 0.3 s after the commit, delivered much later: the receive
+  // histogram has each event (2 + 1) at 0.3 s, before any delivery.
+  clock_.SetUnix(kCommitUs + 300'000 - clock_.NowMicros());
+  script_.Txn(2);
+  script_.Txn(1);
+  double count_before_delivery = -1, delivered_before = -1;
+  ASSERT_TRUE(Run([&] {
+                if (sink_.produced().size() == 3 && count_before_delivery < 0) {
+                  metrics_->Flush();
+                  count_before_delivery =
+                      Sample(*registry_, "outbox_relay_receive_latency_seconds",
+                             {}, "_count");
+                  delivered_before = Sample(
+                      *registry_, "outbox_relay_delivery_latency_seconds", {},
+                      "_count");
+                  clock_.Advance(5'000'000);
+                  return;  // delivered from the next poll on
+                }
+                if (count_before_delivery >= 0) DeliverAll();
+              }).ok());
+  EXPECT_EQ(count_before_delivery, 3);
+  EXPECT_EQ(delivered_before, 0);
+  const char* kReceive = "outbox_relay_receive_latency_seconds";
+  EXPECT_EQ(Sample(*registry_, kReceive, {}, "_bucket", 0.25), 0);
+  EXPECT_EQ(Sample(*registry_, kReceive, {}, "_bucket", 0.5), 3);
+  EXPECT_NEAR(Sample(*registry_, kReceive, {}, "_sum"), 3 * 0.3, 0.1);
+  // The delivery reports came over 5 s later.
+  EXPECT_EQ(Sample(*registry_, "outbox_relay_delivery_latency_seconds", {},
+                   "_bucket", 5.0),
+            0);
+}
+
 TEST_F(RelayMetricsTest, GaugesShowPendingEventsAndLag) {
   clock_.SetUnix(kCommitUs + 4'000'000 - clock_.NowMicros());
   script_.Txn(1);

@@ -138,6 +138,8 @@ TEST_F(MetricsE2ETest, ScrapesMetricsHealthAndStatusDuringARun) {
             kEvents * 100);
   EXPECT_EQ(Sample(body, "outbox_relay_delivery_latency_seconds_count"),
             kEvents);
+  EXPECT_EQ(Sample(body, "outbox_relay_receive_latency_seconds_count"),
+            kEvents);
   EXPECT_EQ(Sample(body, "outbox_relay_delivery_errors_total"), 0);
   EXPECT_EQ(Sample(body, "outbox_relay_dead_lettered_total"), 0);
   EXPECT_EQ(Sample(body, "outbox_relay_reconnects_total"), 0);
