@@ -37,13 +37,16 @@ Kafka, processes; the report in report_latency.py).
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 from harness import ROOT, log
 from harness.db import Servers
-from harness.kafka import CHECKPOINT_TOPIC, warm_topic
+from harness.kafka import (CHECKPOINT_TOPIC, broker_gc, broker_request_times, request_mean_ms,
+                           warm_topic)
 from harness.procs import (PIN_DATABASE, PIN_DELIVERY, CpuMeter, pid_from, pin_command,
                            pin_tree, stop_process)
 from harness.report import LATENCY_SECTIONS, MARKS, write_section
@@ -78,6 +81,11 @@ def measure(a, system, topic, rate, rep=1, system_pid=None):
     # let it find one left by an earlier invocation in the same directory.
     if os.path.exists(commits):
         os.remove(commits)
+    # The broker's request times before the load (a JVM of Kafka's tools:
+    # read before anything is timed).
+    kafka_dir, jmx_port = os.environ.get("OUTBOX_KAFKA_DIR"), os.environ.get(
+        "OUTBOX_BENCH_KAFKA_JMX_PORT")
+    requests_before = broker_request_times(kafka_dir, jmx_port)
     cons = subprocess.Popen(pin_command(
         [os.path.join(a.bin, "outbox-latency-consumer"), "--brokers",
          os.environ["OUTBOX_KAFKA_BROKERS"], "--topic", topic, "--run", run,
@@ -95,6 +103,9 @@ def measure(a, system, topic, rate, rep=1, system_pid=None):
         raise RuntimeError(f"outbox-latency-consumer did not start on {topic} "
                            f"(exit {cons.returncode})")
     cpu = CpuMeter(system_pid)
+    metrics_url = METRICS_URLS.get(system_pid)
+    before = scrape_histograms(metrics_url)
+    started = time.time()
     try:
         w = loadgen(a, run, rate, a.seconds, commits)
     except Exception:
@@ -103,6 +114,9 @@ def measure(a, system, topic, rate, rep=1, system_pid=None):
         raise
     out = cons.communicate()[0]
     cpu = cpu.cores()
+    ended = time.time()
+    after = scrape_histograms(metrics_url)
+    requests_after = broker_request_times(kafka_dir, jmx_port)
     if cons.returncode not in (0, 1):  # 1: events missing, reported below
         raise RuntimeError(f"outbox-latency-consumer failed (exit {cons.returncode})")
     c = json.loads(out.strip().splitlines()[-1])
@@ -119,6 +133,17 @@ def measure(a, system, topic, rate, rep=1, system_pid=None):
         for key in ("p50", "p99", "p999", "max"):
             r[key] = None
     r.update(split(os.path.join(a.work, f"lat_{run}.arrivals.csv")))
+    for key, name in RELAY_HISTOGRAMS.items():
+        for p in (50, 99):
+            r[f"{key}_p{p}"] = histogram_quantile(before.get(name), after.get(name), p)
+    # The broker: its mean produce and fetch request times over the
+    # measurement (JMX; a fetch's includes its long poll), the recent p99 of
+    # produce, and its GC pauses from the load's start to the last arrival.
+    for key in ("produce", "fetch"):
+        r[f"broker_{key}_ms"] = request_mean_ms(requests_before, requests_after, key)
+    r["broker_produce_p99_ms"] = (requests_after.get("produce") or (None, None, None))[2]
+    gc = broker_gc(os.environ.get("OUTBOX_BENCH_KAFKA_GC_LOG"), started, ended)
+    r["gc_pauses"], r["gc_ms"], r["gc_max_ms"] = gc if gc else (None, None, None)
     r["kept_up"] = r["missing"] == 0 and r["throughput"] >= KEEP_UP * rate
     # Who fell behind first: the writers' commits (PostgreSQL, or a trigger
     # on the outbox table) or the delivery to Kafka.
@@ -158,6 +183,63 @@ def split(arrivals):
                 arrive_p50=percentile(to_arrival, 50), arrive_p99=percentile(to_arrival, 99))
 
 
+# The relays' own histograms from commit, scraped from /metrics before and
+# after each measurement: to the relay reading the transaction, and to
+# librdkafka's delivery report.
+RELAY_HISTOGRAMS = {"received": "outbox_relay_receive_latency_seconds",
+                    "reported": "outbox_relay_delivery_latency_seconds"}
+METRICS_URLS = {}  # a relay's pid -> its /metrics
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape_histograms(url):
+    """{histogram name: {upper bound: cumulative count}} from a relay's
+    /metrics; {} without one (other systems) or when the scrape fails."""
+    if not url:
+        return {}
+    try:
+        body = urllib.request.urlopen(url, timeout=5).read().decode()
+    except OSError:
+        return {}
+    out = {}
+    for line in body.splitlines():
+        for name in RELAY_HISTOGRAMS.values():
+            prefix = name + '_bucket{le="'
+            if line.startswith(prefix):
+                le, value = line[len(prefix):].split('"}')
+                out.setdefault(name, {})[float(le)] = float(value)
+    return out
+
+
+def histogram_quantile(before, after, p):
+    """The p-th percentile in ms of what a histogram counted between two
+    scrapes, interpolated linearly inside its bucket as Prometheus's
+    histogram_quantile does (so its resolution is the bucket's: 1, 2.5, 5,
+    10, 25 ms ...); None without both scrapes or any observation."""
+    if not before or not after:
+        return None
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0) for b in bounds]
+    total = counts[-1]
+    if total <= 0:
+        return None
+    rank = p / 100 * total
+    lower, below = 0.0, 0.0
+    for bound, cum in zip(bounds, counts):
+        if cum >= rank:
+            if bound == float("inf"):
+                return lower * 1000
+            inside = cum - below
+            return (lower + (bound - lower) * ((rank - below) / inside if inside else 1)) * 1000
+        lower, below = bound, cum
+    return None
+
+
 def lat_slot(system, session=0):
     """The relay's slot; with --reps a new one for every session (the relay
     refuses to stream from a slot that was dropped under it)."""
@@ -195,11 +277,16 @@ def start_system(system, a, env, work, topic_prefix, session=0):
         # the commit time (the default, outbox.timestamp auto): split()
         # reads the stamp as the produce time.
         cmd += ["--set", "outbox.timestamp=produce"]
+        # /metrics on a free port: the relay's histograms from commit.
+        port = free_port()
+        cmd += ["--set", f"http.listen=127.0.0.1:{port}"]
         # Extra settings for the relays, as in bench/run.py.
         cmd += relay_env_sets()
     cmd += eos_sets(system)
     p = subprocess.Popen(pin_command(cmd, a.pin and PIN_DELIVERY),
                          stdout=logf, stderr=logf)
+    if relay:
+        METRICS_URLS[p.pid] = f"http://127.0.0.1:{port}/metrics"
     return ("proc", p)
 
 

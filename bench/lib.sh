@@ -13,8 +13,22 @@ bench_servers() {
   work=$(mktemp -d "/tmp/$1.XXXXXX"); chmod 755 "$work"
   trap bench_stop_servers EXIT
   eval "$("$OUTBOX_ROOT/scripts/pg.sh" start "$work/pg" 2>/dev/null)"
-  [ "${2:-}" = pg-only ] ||
-    eval "$("$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
+  if [ "${2:-}" != pg-only ]; then
+    # The broker's GC log (each pause, wall-clock stamped) and its JMX
+    # port on loopback, for the broker's own request times
+    # (bench/harness/kafka.py: broker_gc, broker_request_times).
+    OUTBOX_BENCH_KAFKA_GC_LOG=$work/kafka-gc.log
+    OUTBOX_BENCH_KAFKA_JMX_PORT=$(free_port)
+    local jvm_opts="${OUTBOX_KAFKA_JVM_OPTS:-} -Xlog:gc:file=$OUTBOX_BENCH_KAFKA_GC_LOG:time"
+    jvm_opts+=" -Dcom.sun.management.jmxremote.port=$OUTBOX_BENCH_KAFKA_JMX_PORT"
+    jvm_opts+=" -Dcom.sun.management.jmxremote.rmi.port=$OUTBOX_BENCH_KAFKA_JMX_PORT"
+    jvm_opts+=" -Dcom.sun.management.jmxremote.host=127.0.0.1 -Djava.rmi.server.hostname=127.0.0.1"
+    jvm_opts+=" -Dcom.sun.management.jmxremote.authenticate=false"
+    jvm_opts+=" -Dcom.sun.management.jmxremote.ssl=false"
+    eval "$(OUTBOX_KAFKA_JVM_OPTS=$jvm_opts \
+      "$OUTBOX_ROOT/scripts/kafka.sh" start "$work/kafka" 2>/dev/null)"
+    export OUTBOX_BENCH_KAFKA_GC_LOG OUTBOX_BENCH_KAFKA_JMX_PORT
+  fi
   export PGHOST PGPORT PGUSER PGDATABASE OUTBOX_PG_CONNINFO OUTBOX_PG_DIR \
     OUTBOX_KAFKA_BROKERS OUTBOX_KAFKA_DIR
 }

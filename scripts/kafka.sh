@@ -12,6 +12,9 @@
 #                                against the broker's PLAINTEXT listener,
 #                                e.g. --add --allow-principal User:relay
 #                                --operation Write --topic t
+#   scripts/kafka.sh jmx DIR PORT OBJECT...  each OBJECT's JMX attributes,
+#                                read once (JmxTool; for a broker started
+#                                with a JMX port, as bench/lib.sh does)
 #
 # Optional, for tests that need more than the PLAINTEXT listener (the
 # shared broker sets neither):
@@ -38,7 +41,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 cmd=${1:-}; dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|kill|restart|acl|jmx DIR"
 HEAP="${OUTBOX_KAFKA_HEAP:-512m}"
 # More JVM options for the broker, e.g. -XX:TieredStopAtLevel=1 (C1 only,
 # as scripts/kafka_cluster.sh's nodes): it then starts on about half the
@@ -170,5 +173,16 @@ case $cmd in
     kafka_java "$VERSION" "$dir/log.properties" \
       "$(kafka_tool_class "$VERSION" AclCommand)" \
       --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@" ;;
-  *) die "usage: $0 start|stop|kill|restart|acl DIR" ;;
+  jmx)
+    # jmx DIR PORT OBJECT...: each OBJECT's attributes, read once through
+    # the JMX port the broker was started with (bench/lib.sh), by Kafka's
+    # own JmxTool: "OBJECT:ATTRIBUTE=VALUE" lines.
+    port=${3:?usage: $0 jmx DIR PORT OBJECT...}; shift 3
+    need_jars
+    args=(--jmx-url "service:jmx:rmi:///jndi/rmi://127.0.0.1:$port/jmxrmi"
+          --one-time true --report-format properties)
+    for o in "$@"; do args+=(--object-name "$o"); done
+    kafka_java "$VERSION" "$dir/log.properties" \
+      "$(kafka_tool_class "$VERSION" JmxTool)" "${args[@]}" ;;
+  *) die "usage: $0 start|stop|kill|restart|acl|jmx DIR" ;;
 esac

@@ -20,6 +20,69 @@ def cpu_cells(r, get=lambda r, k: r.get(k)):
     return " / ".join("–" if get(r, k) is None else f"{get(r, k):.2f}" for k in CPU_KEYS)
 
 
+def measured(rates, shown, results):
+    """(rate, system, its rows) for each rate and shown system measured."""
+    for rate in rates:
+        for s in shown:
+            rs = [r for r in results if r["system"] == s and r["rate"] == rate]
+            if rs:
+                yield rate, s, rs
+
+
+def decomposition(rates, shown, results):
+    """Where the time from commit goes, per rate and system (medians over
+    the repetitions), and the broker's side of it: markdown lines."""
+    f = lambda v: "–" if v is None else f"{v:.1f}"
+    med = lambda rs, k: (statistics.median([r[k] for r in rs if r.get(k) is not None])
+                         if any(r.get(k) is not None for r in rs) else None)
+    L = []
+    L.append("Where the time from commit goes. *received*: the relay reading the event's "
+             "transaction from the replication stream; *reported*: librdkafka's delivery "
+             "report; both from the relay's own histograms "
+             "(`outbox_relay_receive_latency_seconds`, `outbox_relay_delivery_latency_seconds`, "
+             "scraped before and after each measurement, interpolated inside their buckets: "
+             "1, 2.5, 5, 10, 25 ms ..., so a value is within its bucket, not exact). "
+             "*produced*: each record's Kafka timestamp (when the relay produced it: the "
+             "harness runs the relays with outbox.timestamp=produce; millisecond resolution, "
+             "so values under 1 ms read as 0 or -1). *arrived*: the consumer's clock "
+             "(the table above). For exactly-once the time from produce to arrival includes "
+             "the wait for the transaction's commit (the rest of `transaction.max_ms`, the "
+             "flush, the checkpoint and the EndTxn round trip) before a read_committed fetch "
+             "returns it. Medians over the repetitions of each measurement's p50 and p99; "
+             "– where a system has no such figure.")
+    L.append("")
+    L.append("| offered ev/s | system | commit → received p50 / p99 ms | commit → produced "
+             "p50 / p99 ms | commit → reported p50 / p99 ms | commit → arrived p50 / p99 ms "
+             "| produced → arrived p50 / p99 ms |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- |")
+    for rate, s, rs in measured(rates, shown, results):
+        pair = lambda k: f"{f(med(rs, k + '_p50'))} / {f(med(rs, k + '_p99'))}"
+        L.append(f"| {rate} | {LABELS[s]} | {pair('received')} | {pair('produce')} | "
+                 f"{pair('reported')} | {f(med(rs, 'c_p50'))} / {f(med(rs, 'c_p99'))} | "
+                 f"{pair('arrive')} |")
+    L.append("")
+    if any(r.get("broker_produce_ms") is not None or r.get("gc_pauses") is not None
+           for r in results):
+        L.append("The broker during each measurement: its mean produce and fetch request "
+                 "times (Kafka's `RequestMetrics` `TotalTimeMs` through JMX, read before and "
+                 "after; a fetch's includes its long poll, so an idle consumer's is "
+                 "`fetch.wait.max.ms`), the p99 of produce from Kafka's reservoir (weighted "
+                 "to the last minutes, so earlier measurements count too), and its GC "
+                 "pauses from the load's start to the last arrival (its GC log). Medians "
+                 "over the repetitions.")
+        L.append("")
+        L.append("| offered ev/s | system | broker produce mean ms | produce p99 ms (recent) "
+                 "| fetch mean ms | GC pauses | GC pause total / longest ms |")
+        L.append("| --- | --- | --- | --- | --- | --- | --- |")
+        for rate, s, rs in measured(rates, shown, results):
+            L.append(f"| {rate} | {LABELS[s]} | {f(med(rs, 'broker_produce_ms'))} | "
+                     f"{f(med(rs, 'broker_produce_p99_ms'))} | "
+                     f"{f(med(rs, 'broker_fetch_ms'))} | {f(med(rs, 'gc_pauses'))} | "
+                     f"{f(med(rs, 'gc_ms'))} / {f(med(rs, 'gc_max_ms'))} |")
+        L.append("")
+    return L
+
+
 def report_eos(a, rates, systems, results):
     """Exactly-once against at-least-once at each rate: medians over the
     repetitions, spread (min–max of the p99) and ratios to outbox-relay."""
@@ -77,27 +140,7 @@ def report_eos(a, rates, systems, results):
     L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     L += ["| " + " | ".join(r) + " |" for r in rows]
     L.append("")
-    L.append("Where the time from commit goes, from each record's Kafka timestamp (when the "
-             "relay produced it: the harness runs the relays with outbox.timestamp=produce; "
-             "millisecond resolution, so values under 1 ms read as 0 or "
-             "-1): *commit → produce* is the relay reading the event and handing it to "
-             "librdkafka, *produce → arrival* is Kafka: the produce request, and for "
-             "exactly-once also the wait for the transaction's commit (the rest of "
-             "`transaction.max_ms`, the flush, the checkpoint and the EndTxn round trip) "
-             "before a read_committed fetch returns it. Medians over the repetitions of "
-             "each measurement's p50 and p99.")
-    L.append("")
-    L.append("| offered ev/s | system | commit → produce p50 / p99 ms | produce → arrival "
-             "p50 / p99 ms |")
-    L.append("| --- | --- | --- | --- |")
-    for rate in rates:
-        for s in shown:
-            rs = [r for r in results if r["system"] == s and r["rate"] == rate]
-            if rs:
-                L.append(f"| {rate} | {LABELS[s]} | {f(med(rs, 'produce_p50'))} / "
-                         f"{f(med(rs, 'produce_p99'))} | {f(med(rs, 'arrive_p50'))} / "
-                         f"{f(med(rs, 'arrive_p99'))} |")
-    L.append("")
+    L += decomposition(rates, shown, results)
     L.append("<details><summary>every measurement, in the order run</summary>")
     L.append("")
     L.append("| rep | offered ev/s | system | received | sustained ev/s | from commit p50 / p99 / "
@@ -195,7 +238,8 @@ def report(a, rates, results, plotfile):
              "from scheduled time includes the commit and any writer backlog at "
              "saturation; latency from commit starts at the commit's acknowledgement to "
              "the writer. Same machine and servers as above, each system running "
-             "alone. Producer defaults of each system (outbox-relay: linger.ms=5, the "
+             "alone. Producer defaults of each system (outbox-relay: linger.ms=20 and "
+             "kafka.send_when_idle, the "
              "same with postgres.plugin=pgoutput for outbox-relay (pgoutput), which "
              "creates its slot and publication itself; "
              "outbox-poller: poller.interval_ms=500 by default, tuned = notify + batch "
@@ -239,6 +283,8 @@ def report(a, rates, results, plotfile):
                          f"{f(med(rs, 'c_p999'))} | {f(med(rs, 'p99'))} | {f(late)} "
                          f"| {cpu_cells(rs, med)} |")
         L.append("")
+    L += decomposition(rates, [s for s in LABELS if any(r["system"] == s for r in results)],
+                       results)
     L.append("| system | offered ev/s | received | sustained ev/s | p50 ms | p99 ms | p99.9 ms "
              "| max ms | from commit p50 / p99 / p99.9 / max ms | writers late p99 / max ms "
              f"| {CPU_HEADER} | load avg |")
