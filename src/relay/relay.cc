@@ -204,9 +204,9 @@ void Relay::WaitAfter(const ReadPass& pass) {
   // Held at the in-flight window, nothing more is read until
   // acknowledgements come, and records waiting out linger.ms bring none:
   // lingering then only idles the window. Once per hold (unsent_), so a
-  // request carries what was read since the last one, not a handful.
-  // Measured on 2.5 KB rows: 1.10x the walsender's drain against 0.87x
-  // (bench/RESULTS.md, "Goal 3: a send when the window is full").
+  // request carries what was read since the last one, not a handful
+  // (measured: bench/RESULTS.md, "Goal 3: a send when the window is
+  // full").
   const bool window_full = pass.held;
   // A quiet stream, and everything sent before is acknowledged: like
   // Nagle's algorithm, at most one such send is in flight, so a steady
