@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/progress.h"
+#include "kafka/checkpoint_reader.h"
 #include "kafka/kafka_refusal.h"
 #include "kafka/rdkafka_log.h"
 #include "outbox/status_macros.h"
@@ -564,8 +565,17 @@ absl::StatusOr<std::vector<PublishedRecord>> ReadPublishedRecords(
     for (int p = 0; p < md->topics[i].partition_cnt; ++p) {
       int32_t part = md->topics[i].partitions[p].id;
       int64_t lo = 0, hi = 0;
-      rd_kafka_query_watermark_offsets(rk, topic.c_str(), part, &lo, &hi,
-                                       10000);
+      e = static_cast<rd_kafka_resp_err_t>(
+          QueryWatermarks(rk, topic, part, 10000, &lo, &hi));
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        // Never taken for an empty partition: its events would be reported
+        // missing.
+        rd_kafka_topic_partition_list_destroy(assign);
+        rd_kafka_metadata_destroy(md);
+        return absl::UnavailableError(
+            absl::StrCat("cannot read the end of Kafka topic ", topic,
+                         " partition ", part, ": ", rd_kafka_err2str(e)));
+      }
       if (hi <= lo) continue;
       end[{topic, part}] = hi;
       total += hi - lo;

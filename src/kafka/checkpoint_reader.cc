@@ -157,6 +157,56 @@ namespace {
 
 constexpr std::chrono::milliseconds kMetadataRetry(200);
 
+// A partition that is "not there yet": the metadata or the broker has not
+// caught up with a topic created a moment ago or a leader elected a moment
+// ago (a KRaft broker publishes new metadata before its replica manager
+// has made the partition's log; a new leader's high watermark is not known
+// until its followers report). Asked again until the read's deadline;
+// librdkafka does not retry these for a watermark query.
+bool NotYet(int err) {
+  switch (static_cast<rd_kafka_resp_err_t>(err)) {
+    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+    case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+    case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+    case RD_KAFKA_RESP_ERR_OFFSET_NOT_AVAILABLE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether another try fits before `deadline` (and waits for it when so).
+bool RetryBefore(std::chrono::steady_clock::time_point deadline) {
+  if (std::chrono::steady_clock::now() + kMetadataRetry >= deadline) {
+    return false;
+  }
+  std::this_thread::sleep_for(kMetadataRetry);
+  return true;
+}
+
+}  // namespace
+
+int QueryWatermarks(rd_kafka_t* rk, const std::string& topic, int partition,
+                    int timeout_ms, int64_t* low, int64_t* high) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+        rk, topic.c_str(), partition, low, high,
+        static_cast<int>(std::max<int64_t>(left.count(), 1)));
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR || !NotYet(e) ||
+        !RetryBefore(deadline)) {
+      return e;
+    }
+  }
+}
+
+namespace {
+
 // The number of partitions of `topic`, from the metadata. NotFound when the
 // topic does not exist and !topic_exists. A topic known to exist that the
 // metadata does not show yet (created a moment ago: the brokers learn of it
@@ -205,15 +255,10 @@ absl::StatusOr<int> TopicPartitions(Consumer& consumer,
     // metadata does not show, a partition without a leader, no partitions.
     // A missing ACL, a topic that does not exist or a name the broker
     // refuses answers at once.
-    const bool not_yet = no_partitions ||
-                         err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-                         err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
-                         err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE;
-    if (!absl::IsUnavailable(status) || !not_yet ||
-        std::chrono::steady_clock::now() + kMetadataRetry >= deadline) {
+    if (!absl::IsUnavailable(status) || !(no_partitions || NotYet(err)) ||
+        !RetryBefore(deadline)) {
       return status;
     }
-    std::this_thread::sleep_for(kMetadataRetry);
   }
 }
 
@@ -263,8 +308,8 @@ absl::Status ReadKeyedValues(const KafkaOptions& options,
   std::string ranges;
   for (int p = 0; p < partitions; ++p) {
     int64_t low = 0;
-    e = rd_kafka_query_watermark_offsets(probe->get(), topic.c_str(), p, &low,
-                                         &high[p], timeout_ms);
+    e = static_cast<rd_kafka_resp_err_t>(
+        QueryWatermarks(probe->get(), topic, p, timeout_ms, &low, &high[p]));
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
       rd_kafka_topic_partition_list_destroy(list);
       absl::Status s = TopicError(what, topic, e, /*topic_exists=*/true);

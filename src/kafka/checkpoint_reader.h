@@ -25,6 +25,7 @@
 #ifndef OUTBOX_KAFKA_CHECKPOINT_READER_H_
 #define OUTBOX_KAFKA_CHECKPOINT_READER_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,6 +34,8 @@
 #include "absl/status/statusor.h"
 #include "core/checkpoint.h"
 #include "kafka/rdkafka_sink.h"
+
+typedef struct rd_kafka_s rd_kafka_t;  // librdkafka/rdkafka.h
 
 namespace outbox {
 
@@ -63,6 +66,15 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(
     const KafkaOptions& options, const std::string& topic,
     const std::string& system_identifier, const std::string& slot,
     int timeout_ms, bool topic_exists = false, std::string* where = nullptr);
+
+// The low and high watermarks of one partition of `topic`
+// (rd_kafka_query_watermark_offsets; `rk` a client of either kind), asked
+// again while the partition is not there yet until timeout_ms has passed: a
+// topic or a leader made a moment ago answers "unknown topic or partition",
+// "not leader" or "offset not available" for a moment, and librdkafka does
+// not retry a watermark query. Returns its rd_kafka_resp_err_t.
+int QueryWatermarks(rd_kafka_t* rk, const std::string& topic, int partition,
+                    int timeout_ms, int64_t* low, int64_t* high);
 
 // The status a metadata or fetch error on the checkpoint topic means
 // (rd_kafka_resp_err_t `err`): OK for none; NotFound for an unknown topic

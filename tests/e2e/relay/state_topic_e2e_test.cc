@@ -146,7 +146,8 @@ TEST_F(StateTopicE2ETest, ANewSystemIdentifierFindsTheMarkerAndIsRefused) {
   {
     auto a = Marker("relay-a");
     ASSERT_NE(a, nullptr);
-    ASSERT_TRUE(a->CheckCreate(Server("7001", kInvalidLsn)).ok());
+    absl::Status created = a->CheckCreate(Server("7001", kInvalidLsn));
+    ASSERT_TRUE(created.ok()) << created;
     ASSERT_TRUE(a->Record(Server("7001", 0x16B3748)).ok());
     auto b = Marker("relay-b");
     ASSERT_NE(b, nullptr);
