@@ -101,6 +101,7 @@ class KafkaSlotMarkerStore final : public SlotMarkerStore {
   absl::Status Save(const std::string& system_id,
                     const std::string& text) override;
   bool keyed_by_system() const override { return true; }
+  bool shared() const override { return true; }
   std::string where(const std::string& system_id) const override;
 
   // The record's key: "<marker id>/<slot>".

@@ -322,7 +322,9 @@ absl::Status LibpqReplicationStream::EnsureSlot() {
         PgConnection::Value(res, 0, 8)));
   }
   if (!PgConnection::IsNull(res, 0, 3)) {
-    if (options_.slot_marker != nullptr) options_.slot_marker->Seen(server_);
+    if (options_.slot_marker != nullptr && !options_.read_only) {
+      RETURN_IF_ERROR(options_.slot_marker->Seen(server_));
+    }
     return SlotInUse(
         absl::StrCat("replication slot \"", options_.slot,
                      "\" is in use by process ", PgConnection::Value(res, 0, 3),
@@ -351,7 +353,9 @@ absl::Status LibpqReplicationStream::RecordInvalidated(bool active) {
   // instance that finds it (free) records the position its refusal names,
   // so that postgres.acknowledge_slot_loss=<that LSN> matches the marker
   // once the slot is dropped.
-  if (options_.slot_marker == nullptr || active) return absl::OkStatus();
+  if (options_.slot_marker == nullptr || active || options_.read_only) {
+    return absl::OkStatus();  // (read only: Inspect() writes nothing)
+  }
   return options_.slot_marker->Record(server_);
 }
 
@@ -385,8 +389,10 @@ absl::Status LibpqReplicationStream::Start(Lsn start) {
         ServerError("START_REPLICATION failed",
                     res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     if (absl::StrContains(st.message(), "is active for PID")) {
-      if (options_.slot_marker != nullptr) options_.slot_marker->Seen(server_);
-      st = SlotInUse(st.message());
+      absl::Status seen = options_.slot_marker != nullptr
+                              ? options_.slot_marker->Seen(server_)
+                              : absl::OkStatus();
+      st = seen.ok() ? SlotInUse(st.message()) : seen;
     }
     PQclear(res);
     const bool invalidated = IsSlotInvalidatedError(st.message());

@@ -12,12 +12,13 @@
 //     (FailedPrecondition, one line naming the lost range and the fix);
 //   - Start(), once START_REPLICATION succeeded (this connection holds the
 //     slot, found or just created): Record() with the slot's confirmed
-//     position. Only the slot's holder writes the marker: a standby (the slot
-//     held by another instance), or an instance whose START_REPLICATION
-//     failed, writes nothing, so one instance at a time writes a shared
-//     marker;
-//   - Connect() or Start(), the slot held by another process: Seen(), in
-//     memory only;
+//     position. Only the slot's holder writes a shared marker: a standby
+//     (the slot held by another instance), or an instance whose
+//     START_REPLICATION failed, writes none, so one instance at a time
+//     writes it;
+//   - Connect() or Start(), the slot held by another process: Seen(),
+//     remembered, and written only to a store of this instance's own (not
+//     shared());
 //   - a slot found invalidated (Connect(): wal_status lost; Start(): the
 //     server's refusal), and not held by another process: Record() with the
 //     position the refusal names (no one can hold it any more), so that
@@ -49,11 +50,12 @@ class SlotMarker {
   // fails Connect() (the marker could not be kept).
   virtual absl::Status Record(const ServerInfo& server) = 0;
   // The slot exists on `server`, held by another process (this instance is
-  // a standby): remembered by this process only, never written, so that a
-  // standby which takes over after the slot was dropped refuses to create
-  // it even when its own marker never recorded it (a file marker per
-  // instance).
-  virtual void Seen(const ServerInfo& server) = 0;
+  // a standby). Remembered, so that a standby which takes over after the
+  // slot was dropped refuses to create it; and written when the store is
+  // this instance's own (a file marker per pod), so that the standby
+  // restarted or rescheduled still refuses. Non-OK fails the call that
+  // saw the slot, as Record() does (the marker could not be kept).
+  virtual absl::Status Seen(const ServerInfo& server) = 0;
 };
 
 // Where StoredSlotMarker (relay/stored_slot_marker.h) keeps a slot's marker
@@ -73,6 +75,11 @@ class SlotMarkerStore {
   // store reads an older relay's marker, keyed by it, when its own key has
   // none.
   virtual bool keyed_by_system() const = 0;
+  // Whether every instance of the relay keeps the same marker (the Kafka
+  // store: one record per postgres.slot_marker_id, shared by an HA pair),
+  // or each has its own (a file on its own disk). Only the slot's holder
+  // writes a shared marker; a standby writes its own too (Seen()).
+  virtual bool shared() const = 0;
   // For messages: "/var/lib/outbox-relay/outbox_relay.slot", "record
   // <key> of Kafka topic <topic>".
   virtual std::string where(const std::string& system_id) const = 0;

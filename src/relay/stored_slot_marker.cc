@@ -19,6 +19,7 @@
 #include "outbox/status_macros.h"
 #include "pg/libpq_replication_stream.h"
 #include "pg/slot_loss.h"
+#include "relay/slot_monitor_thread.h"
 
 namespace outbox {
 namespace {
@@ -347,23 +348,48 @@ absl::Status StoredSlotMarker::Record(const ServerInfo& server) {
     if (!RememberLocked(std::move(m))) return absl::OkStatus();
   }
   absl::Status s = WriteLocked();
-  if (absl::IsUnavailable(s)) return s;  // Kafka unreachable: retried
-  if (!s.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot record replication slot \"", slot_,
-        "\" in its marker: ", s.message(),
-        "; the relay needs the marker to tell a dropped slot from a first "
-        "run (postgres.state_dir)"));
-  }
-  return absl::OkStatus();
+  return s.ok() ? s : MarkerNotKept(s);
 }
 
-void StoredSlotMarker::Seen(const ServerInfo& server) {
+absl::Status StoredSlotMarker::MarkerNotKept(const absl::Status& s) const {
+  if (absl::IsUnavailable(s)) return s;  // Kafka unreachable: retried
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cannot record replication slot \"", slot_,
+      "\" in its marker: ", s.message(),
+      "; the relay needs the marker to tell a dropped slot from a first "
+      "run (postgres.state_dir)"));
+}
+
+absl::Status StoredSlotMarker::Seen(const ServerInfo& server) {
   Marker m = MarkerOf(server);
+  // A shared marker is the holder's to write: remembered only, and the
+  // next Record() (this instance holding the slot) or Confirmed() writes
+  // it, since its version is then unsaved. So is anything seen while a
+  // write is under way on another thread.
+  std::unique_lock<std::mutex> store_lock(store_mu_, std::defer_lock);
+  if (store_->shared() || !store_lock.try_lock()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    RememberLocked(std::move(m));
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(LoadLocked(server.system_id));
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool guarded = stored_system_id_ == m.system_id;
+    if (!RememberLocked(std::move(m))) return absl::OkStatus();
+    // The store guards this server's slot already: only a newer position,
+    // and not more often than the holder writes one.
+    if (guarded && seen_written_.has_value() &&
+        now - *seen_written_ < kSlotMonitorInterval) {
+      return absl::OkStatus();
+    }
+  }
+  absl::Status s = WriteLocked();
+  if (!s.ok()) return MarkerNotKept(s);
   std::lock_guard<std::mutex> lock(mu_);
-  // Memory only: the next Record() (this instance holding the slot) or
-  // Confirmed() writes it, since its version is then unsaved.
-  RememberLocked(std::move(m));
+  seen_written_ = now;
+  return absl::OkStatus();
 }
 
 absl::Status StoredSlotMarker::Confirmed(Lsn confirmed) {

@@ -7,7 +7,10 @@
 // the server it was last recorded on (markers without them, from older
 // relays, still read). It is written when the relay first finds or creates
 // the slot (Record()), and again when Confirmed() reports a new position
-// (the slot monitor, every kSlotMonitorInterval).
+// (the slot monitor, every kSlotMonitorInterval). A standby (the slot held
+// by another instance: Seen()) writes a store of its own (the file) too, at
+// its first sight of the slot and then at most every kSlotMonitorInterval;
+// a shared store (Kafka) only in memory.
 //
 // Two stores (postgres.slot_marker):
 //   file   FileSlotMarkerStore: <state_dir>/<slot>.slot, written atomically (a
@@ -38,6 +41,7 @@
 #ifndef OUTBOX_RELAY_STORED_SLOT_MARKER_H_
 #define OUTBOX_RELAY_STORED_SLOT_MARKER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,6 +71,7 @@ class FileSlotMarkerStore final : public SlotMarkerStore {
   absl::Status Save(const std::string& system_id,
                     const std::string& text) override;
   bool keyed_by_system() const override { return false; }
+  bool shared() const override { return false; }
   std::string where(const std::string&) const override { return path_; }
 
  private:
@@ -92,7 +97,7 @@ class StoredSlotMarker final : public SlotMarker {
 
   absl::Status CheckCreate(const ServerInfo& server) override;
   absl::Status Record(const ServerInfo& server) override;
-  void Seen(const ServerInfo& server) override;
+  absl::Status Seen(const ServerInfo& server) override;
 
   // The slot's confirmed position as the server reports it; rewrites the
   // marker when it moved forward. Ignored until Record() was called, and
@@ -139,6 +144,9 @@ class StoredSlotMarker final : public SlotMarker {
   // Makes `m` known_ (keeping a newer confirmed LSN of the same server);
   // whether the store is behind known_ then.
   bool RememberLocked(Marker m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A failed write's status, for Record() and Seen(): Unavailable as is
+  // (retried), else FailedPrecondition naming the slot.
+  absl::Status MarkerNotKept(const absl::Status& s) const;
   // Writes known_ unless the store has its newest version already.
   absl::Status WriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -162,6 +170,11 @@ class StoredSlotMarker final : public SlotMarker {
   // The system identifier of the readable marker the store holds (read or
   // written); "" when none.
   std::string stored_system_id_ ABSL_GUARDED_BY(mu_);
+  // When Seen() last wrote the store; a standby rewrites its own marker
+  // for a new position at most every kSlotMonitorInterval, as the
+  // holder's slot monitor does.
+  std::optional<std::chrono::steady_clock::time_point> seen_written_
+      ABSL_GUARDED_BY(mu_);
   std::optional<ServerIdentity> recorded_server_;  // set by Open() only
 };
 

@@ -141,17 +141,45 @@ TEST_F(SlotMarkerTest, ThisProcessRefusesASlotItHasSeen) {
   EXPECT_EQ(why.find('\n'), std::string::npos);
 }
 
-// A standby sees the slot held by the other instance: it writes nothing (only
-// the holder writes), but refuses to create the slot should it be dropped
-// before this instance takes over, and records it once it holds it.
-TEST_F(SlotMarkerTest, AStandbyRemembersTheSlotItSawWithoutWriting) {
+// A standby sees the slot held by the other instance. Its file marker is
+// its own (a pod's volume): it writes what it saw, so that it refuses to
+// create the slot should it be dropped, even after the standby itself was
+// restarted or rescheduled without ever holding the slot (found running
+// the chart's StatefulSet: kube_play_test.sh statefulset).
+TEST_F(SlotMarkerTest, AStandbyWritesTheSlotItSawToItsOwnMarker) {
   std::unique_ptr<StoredSlotMarker> h = Open();
-  h->Seen(Server("7001", kL1));
-  EXPECT_EQ(Marker(), "");  // nothing written
+  ASSERT_TRUE(h->Seen(Server("7001", kL1)).ok());
+  EXPECT_THAT(Marker(), AllOf(HasSubstr("system_id=7001"),
+                              HasSubstr("confirmed_lsn=0/16B3748")));
   std::string why = Refusal(h->CheckCreate(Server("7001", kInvalidLsn)));
   EXPECT_THAT(why, HasSubstr("0/16B3748"));
-  ASSERT_TRUE(h->Record(Server("7001", kL1)).ok());  // now the holder
-  EXPECT_THAT(Marker(), HasSubstr("confirmed_lsn=0/16B3748"));
+  // Restarted (a rescheduled pod): the marker refuses.
+  h.reset();
+  why = Refusal(Open()->CheckCreate(Server("7001", kInvalidLsn)));
+  EXPECT_THAT(why, HasSubstr("events committed after 0/16B3748"));
+}
+
+// Seen every standby retry (1 s by default): a new server is written at
+// once, a new position of the same server not more often than the holder's
+// slot monitor writes one.
+TEST_F(SlotMarkerTest, AStandbyRewritesItsMarkerForANewServerAtOnce) {
+  std::unique_ptr<StoredSlotMarker> h = Open();
+  ASSERT_TRUE(h->Seen(Server("7001", kL1)).ok());
+  ASSERT_TRUE(h->Seen(Server("7002", kL2)).ok());
+  EXPECT_THAT(Marker(), AllOf(HasSubstr("system_id=7002"),
+                              HasSubstr("confirmed_lsn=2/28")));
+}
+
+TEST_F(SlotMarkerTest, AStandbyThatCannotWriteItsMarkerSaysSo) {
+  std::unique_ptr<StoredSlotMarker> h = Open();
+  // The state directory gone, a file in its place: unwritable even by root.
+  std::filesystem::remove_all(dir_);
+  std::ofstream(dir_) << "not a directory";
+  absl::Status s = h->Seen(Server("7001", kL1));
+  ASSERT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("cannot record replication slot \"outbox_relay\" in "
+                        "its marker"));
 }
 
 TEST_F(SlotMarkerTest, TheMarkerRefusesAfterARestart) {
@@ -283,6 +311,7 @@ class MemoryStore final : public SlotMarkerStore {
     return absl::OkStatus();
   }
   bool keyed_by_system() const override { return true; }
+  bool shared() const override { return true; }
   std::string where(const std::string& system_id) const override {
     return "record " + system_id;
   }
@@ -332,6 +361,22 @@ TEST(SlotMarkerKeyedStoreTest, ANewInstanceRefusesWhatAnotherRecorded) {
       absl::IsFailedPrecondition((*replaced)->CheckCreate(At("7999", 0))));
 }
 
+// A shared marker is the holder's to write: a standby remembers what it saw
+// (and refuses to create the slot) but writes nothing, so one instance at
+// a time writes the record.
+TEST(SlotMarkerKeyedStoreTest, AStandbyRemembersASharedMarkerWithoutWriting) {
+  std::map<std::string, std::string> topic;
+  auto marker = StoredSlotMarker::Open(std::make_unique<MemoryStore>(&topic),
+                                       "outbox_relay", 0);
+  ASSERT_TRUE(marker.ok());
+  ASSERT_TRUE((*marker)->Seen(At("7001", 0x16B3748)).ok());
+  EXPECT_TRUE(topic.empty());
+  absl::Status refused = (*marker)->CheckCreate(At("7001", 0));
+  ASSERT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  ASSERT_TRUE((*marker)->Record(At("7001", 0x16B3748)).ok());  // the holder
+  EXPECT_THAT(topic["7001"], HasSubstr("confirmed_lsn=0/16B3748"));
+}
+
 TEST(SlotMarkerKeyedStoreTest, ARecordKafkaRefusedIsSavedAgain) {
   std::map<std::string, std::string> topic;
   auto store = std::make_unique<MemoryStore>(&topic);
@@ -363,6 +408,7 @@ class HeldStore final : public SlotMarkerStore {
     return absl::OkStatus();
   }
   bool keyed_by_system() const override { return true; }
+  bool shared() const override { return true; }
   std::string where(const std::string&) const override { return "held"; }
   void Release() {
     std::lock_guard<std::mutex> lock(mu);

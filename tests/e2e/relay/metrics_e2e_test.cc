@@ -8,6 +8,7 @@
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -362,6 +363,15 @@ TEST_F(ValidateE2ETest, ConnectChecksTheServersWithoutTakingTheSlot) {
   EXPECT_EQ(Validate({"--connect"}, &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("ok slot: replication slot \"" + slot_ +
                              "\" is in use by process"));
+  // Held by the relay, the slot is what a standby sees; validate, with a
+  // state directory of its own, writes no marker there as a standby would.
+  const std::string own_state = TempDir("validate_state");
+  EXPECT_EQ(
+      Validate({"--connect", "--set", "postgres.state_dir=" + own_state}, &out),
+      0)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(own_state + "/" + slot_ + ".slot"))
+      << "validate wrote a slot marker";
   relay_->Signal(SIGTERM);
   ASSERT_EQ(relay_->Wait(30000), 0) << relay_->Output();
   const std::string confirmed = ConfirmedFlush();
