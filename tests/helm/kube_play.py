@@ -12,6 +12,11 @@
       of SECRET_DIR/<secretName> (podman 4.3.1's kube play crashes on
       Secret volumes: nil pointer in VolumeFromSecret).
       A Pod is played as a workload is (kube_play_test.sh oneshot).
+      A StatefulSet is played as a Deployment (podman 4.3 plays no
+      StatefulSet) whose pod mounts the claim its volumeClaimTemplates give
+      that pod, <template>-<played name> (a named podman volume the test
+      provisions: kube_play.py claims), as the StatefulSet controller
+      gives pod N the claim <template>-<name>-N for good.
   kube_play.py one-shot POD_JSON <rendered >objects
       The rendered objects with the one-shot Pod POD_JSON (what the docs'
       one_shot function applies) in place of the workloads: the Pod runs
@@ -40,6 +45,9 @@
       TIMEOUT FAILURES INITIAL_DELAY (the port resolved by name).
   kube_play.py grace <rendered
       terminationGracePeriodSeconds of the (first) workload.
+  kube_play.py claims <played
+      The claim names the played pods mount (persistentVolumeClaim), one
+      per line.
   kube_play.py names KIND <played
       The names of the objects of KIND.
   kube_play.py commands FILE...
@@ -108,6 +116,15 @@ def play(suffix, secret_dir, docs):
         w["metadata"]["name"] += suffix
         if w["kind"] != "Pod":
             w["spec"]["replicas"] = 1
+        if w["kind"] == "StatefulSet":
+            w["kind"] = "Deployment"
+            for key in ("serviceName", "podManagementPolicy"):
+                w["spec"].pop(key, None)
+            for t in w["spec"].pop("volumeClaimTemplates", []):
+                claim = f"{t['metadata']['name']}-{w['metadata']['name']}"
+                pod_spec(w).setdefault("volumes", []).append(
+                    {"name": t["metadata"]["name"],
+                     "persistentVolumeClaim": {"claimName": claim}})
         spec = pod_spec(w)
         spec["hostNetwork"] = True
         if spec.get("initContainers"):
@@ -202,6 +219,11 @@ def main():
                 for k, v in (d.get("stringData") or {}).items():
                     keys[k] = base64.b64encode(str(v).encode()).decode()
                 print(d["metadata"]["name"], json.dumps(keys))
+    elif cmd == "claims":
+        for w in (d for d in load(sys.stdin) if d["kind"] in WORKLOADS):
+            for v in pod_spec(w).get("volumes", []):
+                if "persistentVolumeClaim" in v:
+                    print(v["persistentVolumeClaim"]["claimName"])
     elif cmd == "names":
         for d in load(sys.stdin):
             if d["kind"] == sys.argv[2]:

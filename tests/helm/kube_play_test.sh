@@ -10,6 +10,10 @@
 #   kube_play_test.sh relay      relay mode: 2 replicas, active + standby;
 #                                the validate init container (below)
 #   kube_play_test.sh poller     poller mode: 2 replicas, both polling
+#   kube_play_test.sh statefulset
+#                                tests/helm/values/statefulset.yaml: the
+#                                StatefulSet form (persistence.enabled,
+#                                file slot markers), below
 #   kube_play_test.sh commands   every container command exists in the image
 #   kube_play_test.sh tls        tests/helm/values/tls.yaml against the TLS
 #                                servers of tls_e2e_test (tls_servers.sh)
@@ -37,6 +41,18 @@
 # exited 0 with its "ok slot: ..." line in its log; and a release whose
 # table does not exist never starts its relay container, the init
 # container's log saying why in one FAIL line.
+# statefulset plays tests/helm/values/statefulset.yaml over the relay's
+# values (persistence.enabled, postgres.slot_marker file): a StatefulSet of
+# 2 pods, each with its claim's volume at postgres.state_dir. Both pods
+# start, one active and one standby; events reach Kafka; each pod's
+# volume holds its own slot marker (the standby's too: a standby writes
+# its own file marker); both drain within the grace period (the standby
+# first, so that it never holds the slot), the slot
+# confirmed past the last event. Then, with no pod running, the slot is
+# dropped and events are committed that no slot holds: each pod, played
+# again with its claim (a rescheduled pod), is refused by its validate
+# init container naming the marker, its relay never starts, and no slot
+# is created anew.
 # tls plays tests/helm/values/tls.yaml (extraVolumes, extraVolumeMounts,
 # extraEnv) as it is, but for the servers' addresses and Secret names:
 # the relay streams over TLS (pg_stat_ssl: the client certificate's CN)
@@ -116,11 +132,16 @@
 #     (the chart's default http.port) reaches the Pod's own port (a free
 #     one, host networking); their waiting loops are ended after 3
 #     minutes (a cluster's would run until the operator stops them).
+#   - podman 4.3 plays no StatefulSet: kube_play.py plays it as a
+#     Deployment whose pod mounts the claim the StatefulSet controller
+#     would bind to it, a named podman volume the test provisions and
+#     gives the pod's fsGroup, as a provisioner and the kubelet would
+#     (provision_claim); it outlives kube down, as a claim outlives its pod.
 #   - No ServiceAccount, Service, PodDisruptionBudget, rollout, scheduling
 #     or resource limits; the ServiceMonitor, PrometheusRule and dashboard
 #     are checked offline by helm_chart.
 source "$(dirname "$0")/../packaging/container_lib.sh"
-phase=${1:?usage: kube_play_test.sh image|relay|poller|commands|tls|oneshot}
+phase=${1:?usage: kube_play_test.sh image|relay|poller|statefulset|commands|tls|oneshot}
 # (OUTBOX_KUBE_IMAGE: another tag while developing, never the shared one.)
 tag=${OUTBOX_KUBE_IMAGE:-$(image_tag 13)}   # container_lib.sh: the default (Debian 13) image
 chart=$root/deploy/helm/outbox-relay
@@ -210,6 +231,19 @@ role() { curl -s -m 5 "http://127.0.0.1:$1/status.json" | "$py" -c 'import json,
 main_container() { pm ps -a --filter "pod=$1" --format '{{.Names}}' | grep -v -- '-infra$\|-validate$' | head -1; }
 logs() { pm logs "$1" 2>&1 | grep -v '"kafka producer"\|"config"\|CONFWARN' | tail -"${2:-5}"; }
 
+# provision_claim NAME [FSGROUP]: the volume a StatefulSet pod's claim
+# binds (kube_play.py play), made once as a provisioner would; at each
+# mount the kubelet gives a volume the pod's fsGroup (group-owned,
+# setgid, group-writable), done here on the named podman volume.
+provision_claim() {
+  local dir
+  pm volume exists "$1" || pm volume create "$1" >/dev/null
+  volumes+=("$1")
+  [ -n "${2:-}" ] || return 0
+  dir=$(pm volume inspect -f '{{.Mountpoint}}' "$1")
+  chgrp "$2" "$dir" && chmod 2770 "$dir"
+}
+
 # play_replicas VALUES N [helm args...]: renders and plays N replicas; sets
 # ports[i], pods[i], ctrs[i], and rendered (replica 0's manifest).
 play_replicas() {
@@ -230,6 +264,10 @@ play_replicas() {
     fi
     played+=("$yaml")
     volumes+=($(kp names ConfigMap <"$yaml"))
+    while read -r claim; do
+      provision_claim "$claim" "$(kp get "deployment/$(kp names Deployment <"$yaml")" <"$yaml" |
+        jq -r '.spec.template.spec.securityContext.fsGroup // empty')"
+    done < <(kp claims <"$yaml")
     # podman names a Deployment's pods NAME-pod-0, -1, ...
     pods[i]=$(kp names Deployment <"$yaml")-pod-0
     kube_play "$yaml" "$work/play-$i.log" "${pods[i]}-validate" 240 || {
@@ -580,6 +618,76 @@ case $phase in
       [ "$running" = 0 ] || fail "the relay container of the failing pod runs"
     fi
     finish "$phase mode: the chart's pods ran, took over after SIGKILL with 0 missing, drained" ;;
+
+  statefulset)
+    # tests/helm/values/statefulset.yaml over the relay's values: a
+    # StatefulSet, each pod's slot marker a file on its own volume.
+    make_table "$id"
+    topic=$id.events
+    values_file relay >"$work/values.yaml"
+    start=$SECONDS
+    play_replicas "$work/values.yaml" 2 -f "$root/tests/helm/values/statefulset.yaml"
+    grace=$(kp grace <"$rendered")
+    [ -n "$(kp names StatefulSet <"$rendered")" ] || fail "the render has no StatefulSet"
+    mount=$(kp get "statefulset/$(kp names StatefulSet <"$rendered")" <"$rendered" |
+      jq -r '.spec.template.spec.containers[0].volumeMounts[] | select(.name == "state") | .mountPath')
+    claims=()
+    for i in 0 1; do
+      claims[i]=$(kp claims <"$work/played-$i.yaml")
+      wait_for 120 is_200 "${ports[i]}" /readyz ||
+        fail "replica $i: /readyz answered $(http_code "${ports[i]}" /readyz): $(logs "${ctrs[i]}")"
+    done
+    one_active() { [ "$(role "${ports[0]}") $(role "${ports[1]}")" = "active standby" ] ||
+                   [ "$(role "${ports[0]}") $(role "${ports[1]}")" = "standby active" ]; }
+    wait_for 120 one_active ||
+      fail "roles: replica 0 $(role "${ports[0]}"), replica 1 $(role "${ports[1]}"); want one active, one standby"
+    write_events "$id" 1 100
+    last=$(write_last_event "$id" 101)
+    wait_events "$topic" 101 || fail "$(distinct_in_topic "$topic") of 101 events reached Kafka"
+
+    # Each pod's marker, on its own volume (postgres.state_dir $mount).
+    for i in 0 1; do
+      marker=$(pm volume inspect -f '{{.Mountpoint}}' "${claims[i]}")/$id.slot
+      [ -f "$marker" ] || { fail "replica $i ($(role "${ports[i]}")): no slot marker $id.slot in its volume ${claims[i]} ($mount)"; continue; }
+      grep -q "^slot=$id\$" "$marker" || fail "replica $i: the marker names another slot: $(head -3 "$marker")"
+      echo "replica $i ($(role "${ports[i]}")): marker $(grep -E '^(system_id|confirmed_lsn)=' "$marker" | tr '\n' ' ')"
+    done
+
+    # The pods drain and are removed, the standby first: it never holds the
+    # slot, so its marker is only what it wrote as a standby. The volumes
+    # stay, as a StatefulSet's claims do.
+    first=1
+    is_200 "${ports[0]}" /activez || first=0
+    stop_pod $first "$grace"
+    stop_pod $((1 - first)) "$grace"
+    confirmed=$(slot_confirmed "$id")
+    [ -n "$confirmed" ] && lsn_at_least "$confirmed" "$last" ||
+      fail "slot $id confirmed to '$confirmed', before the last event ($last)"
+    for f in "${played[@]}"; do
+      pm kube down "$f" >"$work/down.log" 2>&1 || fail "podman kube down $f: $(tail -2 "$work/down.log")"
+    done
+
+    # The slot is dropped while no pod runs, and events are committed that
+    # no slot holds. Each pod, scheduled again with its claim, must refuse
+    # to create the slot anew: its validate init container says why, the
+    # relay never starts, and no slot appears.
+    psql -Atc "SELECT pg_drop_replication_slot('$id')" >/dev/null
+    write_events "$id" 102 110
+    for i in 0 1; do
+      rc=0
+      kube_play "$work/played-$i.yaml" "$work/replay-$i.log" "${pods[i]}-validate" 120 first-fail || rc=$?
+      line=$(grep -m1 '^FAIL ' <<<"$init_log" || true)
+      echo "replica $i rescheduled: rc $rc: $line"
+      [ "$rc" = 2 ] || fail "replica $i: kube play of the rescheduled pod: rc $rc, want validate's FAIL (2): $(tail -3 <<<"$init_log")"
+      grep -q "does not exist, but this relay streamed from it before" <<<"$line" ||
+        fail "replica $i: validate did not name the marker: $line"
+      running=$(pm ps --filter "pod=${pods[i]}" --filter status=running --format '{{.Names}}' | grep -c -- '-relay$' || true)
+      [ "$running" = 0 ] || fail "replica $i: the relay container runs"
+      pm kube down "$work/played-$i.yaml" >/dev/null 2>&1 || true
+    done
+    [ -z "$(slot_confirmed "$id")" ] || fail "slot $id was created anew"
+    echo "statefulset: $((SECONDS - start)) s"
+    finish "StatefulSet: the chart's pods ran with file markers on their volumes, drained, and rescheduled after the slot was dropped refused to create it anew" ;;
 
   tls)
     # The servers of tls_e2e_test; the test's psql and Kafka reads use
