@@ -161,11 +161,12 @@ def percentile(v, p):
 
 def split(arrivals):
     """Where each event's time from commit went, from the record timestamp
-    (CreateTime: when the relay produced it, its clock, ms resolution; the
-    relays run with outbox.timestamp=produce for it, start_system):
-    commit ack to produce (the relay reading and producing) and produce to
-    arrival (Kafka, and for exactly-once the wait for the transaction's
-    commit), p50 and p99 in ms."""
+    (its clock, ms resolution): the relays' and the poller's produce call
+    (the relays run with outbox.timestamp=produce for it, start_system),
+    Debezium's change event ts_ms (when it built the event, before its
+    queue and Connect's producer): commit ack to the stamp, and the stamp to
+    arrival (for exactly-once also the wait for the transaction's commit),
+    p50 and p99 in ms."""
     to_produce, to_arrival = [], []
     try:
         with open(arrivals) as f:
@@ -329,6 +330,9 @@ def parse_args():
                    "every system), eos (exactly-once against at-least-once, with relay-eos "
                    "among the systems); bench/run.py's section names are accepted and ignored")
     p.add_argument("--argv", default="")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="measure nothing: write the sections of --results from a "
+                   "latency.json a run left in its work dir (OUTBOX_BENCH_KEEP=1)")
     p.add_argument("--pin", action="store_true",
                    help="writers and PostgreSQL on CPU 0; Kafka, the system "
                         "and the consumer on CPU 1 (taskset)")
@@ -432,8 +436,9 @@ def run_all(a, sessions, systems, rates):
 
 
 def write_reports(a, rates, systems, results):
-    with open(os.path.join(a.work, "latency.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    if not a.from_json:
+        with open(os.path.join(a.work, "latency.json"), "w") as f:
+            json.dump(results, f, indent=1)
     wrote = []
     if "latency" in a.sections:
         write_section(a.results, report(a, rates, results, plot(a, rates, results)),
@@ -450,6 +455,12 @@ def main():
     register_eos(a.systems.split(","), LABELS)
     register_debezium(a.systems.split(","))
     rates = sorted(int(r) for r in a.rates.split(","))
+    if a.from_json:
+        with open(a.from_json) as f:
+            results = json.load(f)
+        systems = [s for s in a.systems.split(",") if any(r["system"] == s for r in results)]
+        write_reports(a, sorted({r["rate"] for r in results}), systems, results)
+        return
     if a.saturate:
         while rates[-1] * 2 <= a.max_rate:
             rates.append(rates[-1] * 2)

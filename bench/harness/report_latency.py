@@ -42,22 +42,32 @@ def decomposition(rates, shown, results):
              "(`outbox_relay_receive_latency_seconds`, `outbox_relay_delivery_latency_seconds`, "
              "scraped before and after each measurement, interpolated inside their buckets: "
              "1, 2.5, 5, 10, 25 ms ..., so a value is within its bucket, not exact). "
-             "*produced*: each record's Kafka timestamp (when the relay produced it: the "
-             "harness runs the relays with outbox.timestamp=produce; millisecond resolution, "
-             "so values under 1 ms read as 0 or -1). *arrived*: the consumer's clock "
-             "(the table above). For exactly-once the time from produce to arrival includes "
-             "the wait for the transaction's commit (the rest of `transaction.max_ms`, the "
-             "flush, the checkpoint and the EndTxn round trip) before a read_committed fetch "
+             "*stamped*: each record's Kafka timestamp (millisecond resolution, so values "
+             "under 1 ms read as 0 or -1). For the relays it is the produce call (the "
+             "harness runs them with outbox.timestamp=produce), so it fills *produced*. "
+             "The poller's records carry librdkafka's stamp at its produce call, which "
+             "follows the read of its batch within the batch's routing, so it fills "
+             "*produced* and stands for *received* too. Debezium's carry the outbox "
+             "EventRouter's timestamp, the change event's `ts_ms`: when Debezium built "
+             "the event from the replication stream, so it fills *received*; its produce "
+             "follows after Debezium's queue (`poll.interval.ms`) and Connect's producer, "
+             "inside *stamped → arrived*. *arrived*: the consumer's clock (the table "
+             "above). For exactly-once the time from produce to arrival includes the wait "
+             "for the transaction's commit (the rest of `transaction.max_ms`, the flush, "
+             "the checkpoint and the EndTxn round trip) before a read_committed fetch "
              "returns it. Medians over the repetitions of each measurement's p50 and p99; "
              "– where a system has no such figure.")
     L.append("")
     L.append("| offered ev/s | system | commit → received p50 / p99 ms | commit → produced "
              "p50 / p99 ms | commit → reported p50 / p99 ms | commit → arrived p50 / p99 ms "
-             "| produced → arrived p50 / p99 ms |")
+             "| stamped → arrived p50 / p99 ms |")
     L.append("| --- | --- | --- | --- | --- | --- | --- |")
     for rate, s, rs in measured(rates, shown, results):
         pair = lambda k: f"{f(med(rs, k + '_p50'))} / {f(med(rs, k + '_p99'))}"
-        L.append(f"| {rate} | {LABELS[s]} | {pair('received')} | {pair('produce')} | "
+        stamp = pair("produce")
+        received, produced = ((stamp, "– / –") if s.startswith("debezium")
+                              else (pair("received"), stamp))
+        L.append(f"| {rate} | {LABELS[s]} | {received} | {produced} | "
                  f"{pair('reported')} | {f(med(rs, 'c_p50'))} / {f(med(rs, 'c_p99'))} | "
                  f"{pair('arrive')} |")
     L.append("")
