@@ -93,6 +93,10 @@ def measure(a, system, topic, rate, rep=1, system_pid=None):
          "--out", os.path.join(a.work, f"lat_{run}.arrivals.csv"),
          "--idle-timeout", str(a.drain_timeout),
          "--max-seconds", str(3 * a.seconds + a.drain_timeout)]
+        # The consumer's properties varied, e.g.
+        # OUTBOX_BENCH_CONSUMER_SET="fetch.wait.max.ms=100".
+        + [x for kv in os.environ.get("OUTBOX_BENCH_CONSUMER_SET", "").split()
+           for x in ("--set", kv)]
         # Exactly-once: what a read_committed consumer sees (every system is
         # read that way, librdkafka's default, which changes nothing for a
         # non-transactional producer; explicit here).

@@ -4,7 +4,7 @@
 //   outbox-latency-consumer --brokers B --topic T[,T2] --run TAG --expect N
 //       [--from end|beginning] [--commits FILE] [--out FILE]
 //       [--idle-timeout S] [--max-seconds S]
-//       [--isolation read_committed|read_uncommitted]
+//       [--isolation read_committed|read_uncommitted] [--set KEY=VALUE]...
 //
 // Assigns every partition of the topics (no consumer group, no commits) at
 // their current end (the high watermark, looked up before "ready" is printed,
@@ -31,6 +31,9 @@
 // transaction commits (outbox-relay with kafka.exactly_once), which is the
 // latency such a consumer sees; for a non-transactional producer both levels
 // read the same records at the same time.
+// --set (repeatable) sets a librdkafka consumer property after the
+// defaults (fetch.wait.max.ms=5, fetch.min.bytes=1,
+// fetch.error.backoff.ms=5), to measure the consumer's share of the time.
 // Exit 0 when every expected event arrived, 1 when some are missing, 2 on
 // bad arguments or a Kafka setup error.
 
@@ -48,6 +51,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -139,6 +143,7 @@ volatile std::sig_atomic_t stop_requested = 0;
 int main(int argc, char** argv) {
   std::string brokers, topics, run, from = "end", commits, out;
   std::string isolation = "read_committed";
+  std::vector<std::pair<std::string, std::string>> sets;
   int64_t expect = -1;
   double idle_timeout = 30, max_seconds = 0;
   for (int i = 1; i < argc; ++i) {
@@ -165,6 +170,11 @@ int main(int argc, char** argv) {
       max_seconds = std::atof(v);
     } else if (a == "--isolation") {
       isolation = v;
+    } else if (a == "--set") {
+      const char* eq = std::strchr(v, '=');
+      if (eq == nullptr || eq == v)
+        die(2, "--set wants KEY=VALUE, not " + std::string(v));
+      sets.emplace_back(std::string(v, eq), std::string(eq + 1));
     } else {
       die(2, "unknown argument " + a);
     }
@@ -174,7 +184,7 @@ int main(int argc, char** argv) {
         "usage: outbox-latency-consumer --brokers B --topic T[,T2] --run TAG "
         "--expect N [--from end|beginning] [--commits FILE] [--out FILE] "
         "[--idle-timeout S] [--max-seconds S] "
-        "[--isolation read_committed|read_uncommitted]");
+        "[--isolation read_committed|read_uncommitted] [--set KEY=VALUE]...");
   if (from != "end" && from != "beginning")
     die(2, "--from must be end or beginning");
   if (isolation != "read_committed" && isolation != "read_uncommitted")
@@ -195,6 +205,7 @@ int main(int argc, char** argv) {
   set("fetch.min.bytes", "1");
   set("fetch.error.backoff.ms", "5");
   set("isolation.level", isolation);
+  for (const auto& [k, v] : sets) set(k.c_str(), v);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (rk == nullptr) die(2, std::string("cannot create the consumer: ") + err);
   rd_kafka_poll_set_consumer(rk);
