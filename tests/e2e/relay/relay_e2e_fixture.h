@@ -150,6 +150,20 @@ class RelayE2ETest : public ::testing::Test {
         timeout_ms);
   }
 
+  // Whether the relay's session streams: it logged "streaming", after its
+  // producer was created. WaitActive only says the slot is held, which a
+  // session still creating its producer (a round trip to Kafka) already
+  // does: a test that stops the broker must wait for this first.
+  bool WaitStreaming(int timeout_ms = 30000) {
+    return WaitUntil(
+        [&] {
+          return relay_ != nullptr &&
+                 relay_->Output().find(" INFO streaming host=") !=
+                     std::string::npos;
+        },
+        timeout_ms);
+  }
+
   std::string ConfirmedFlush() {
     return db_->Scalar(
         "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE "
