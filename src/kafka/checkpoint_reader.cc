@@ -188,20 +188,59 @@ bool RetryBefore(std::chrono::steady_clock::time_point deadline) {
 
 }  // namespace
 
+namespace {
+
+// One offset of one partition by ListOffsets: RD_KAFKA_OFFSET_BEGINNING
+// (the low watermark) or RD_KAFKA_OFFSET_END (the high one; the last stable
+// offset for a read_committed client). rd_kafka_offsets_for_times, not
+// rd_kafka_query_watermark_offsets: in librdkafka before 2.3.0 the latter
+// ignores its timeout and waits for a leader whose broker is down until it
+// is back (librdkafka #2588), which held a session's start for as long as
+// Kafka was away; this one returns _TIMED_OUT when timeout_ms has passed.
+rd_kafka_resp_err_t ListOffset(rd_kafka_t* rk, const std::string& topic,
+                               int partition, int64_t which, int timeout_ms,
+                               int64_t* offset) {
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset =
+      which;
+  rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(rk, list, timeout_ms);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const rd_kafka_topic_partition_t* p = &list->elems[0];
+    e = p->err;
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) *offset = p->offset;
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  return e;
+}
+
+}  // namespace
+
 int QueryWatermarks(rd_kafka_t* rk, const std::string& topic, int partition,
                     int timeout_ms, int64_t* low, int64_t* high) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto left = [&] {
+    return static_cast<int>(
+        std::max<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              deadline - std::chrono::steady_clock::now())
+                              .count(),
+                          1));
+  };
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
-        rk, topic.c_str(), partition, low, high,
-        static_cast<int>(std::max<int64_t>(left.count(), 1)));
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR || !NotYet(e) ||
-        !RetryBefore(deadline)) {
+    int64_t first = -1;
+    int64_t last = -1;
+    rd_kafka_resp_err_t e = ListOffset(
+        rk, topic, partition, RD_KAFKA_OFFSET_BEGINNING, left(), &first);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      e = ListOffset(rk, topic, partition, RD_KAFKA_OFFSET_END, left(), &last);
+    }
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      // An empty partition may answer the beginning with no offset.
+      *high = last;
+      *low = first < 0 ? last : first;
       return e;
     }
+    if (!NotYet(e) || !RetryBefore(deadline)) return e;
   }
 }
 

@@ -67,8 +67,9 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(
     const std::string& system_identifier, const std::string& slot,
     int timeout_ms, bool topic_exists = false, std::string* where = nullptr);
 
-// The low and high watermarks of one partition of `topic`
-// (rd_kafka_query_watermark_offsets; `rk` a client of either kind), asked
+// The low and high watermarks of one partition of `topic` (ListOffsets;
+// `rk` a client of either kind; never longer than timeout_ms, even when the
+// leader's broker is down), asked
 // again while the partition is not there yet until timeout_ms has passed: a
 // topic or a leader made a moment ago answers "unknown topic or partition",
 // "not leader" or "offset not available" for a moment, and librdkafka does

@@ -18,7 +18,8 @@ constexpr char kCleanupPolicy[] = "cleanup.policy";
 // The topic's cleanup.policy; NotFound when the topic does not exist.
 absl::StatusOr<std::string> DescribeCleanupPolicy(TopicAdmin* admin,
                                                   const std::string& topic,
-                                                  int timeout_ms) {
+                                                  int timeout_ms,
+                                                  absl::string_view what) {
   rd_kafka_t* rk = admin->handle();
   rd_kafka_ConfigResource_t* res =
       rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
@@ -27,7 +28,7 @@ absl::StatusOr<std::string> DescribeCleanupPolicy(TopicAdmin* admin,
   rd_kafka_DescribeConfigs(rk, &res, 1, nullptr, call.queue());
   rd_kafka_ConfigResource_destroy(res);
   absl::StatusOr<rd_kafka_event_t*> ev =
-      call.Wait(timeout_ms, "describing the checkpoint topic");
+      call.Wait(timeout_ms, absl::StrCat("describing the ", what));
   if (!ev.ok()) return ev.status();
   size_t n = 0;
   const rd_kafka_ConfigResource_t** resources =
@@ -40,7 +41,7 @@ absl::StatusOr<std::string> DescribeCleanupPolicy(TopicAdmin* admin,
   }
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::PermissionDeniedError(
-        absl::StrCat("cannot describe the checkpoint topic ", topic, ": ",
+        absl::StrCat("cannot describe the ", what, " ", topic, ": ",
                      rd_kafka_ConfigResource_error_string(resources[0])));
   }
   size_t count = 0;
@@ -59,12 +60,13 @@ absl::StatusOr<std::string> DescribeCleanupPolicy(TopicAdmin* admin,
 
 absl::StatusOr<CheckpointTopicState> EnsureCheckpointTopic(
     const KafkaOptions& options, const std::string& topic,
-    const KafkaConfig::InternalTopics& internal, int timeout_ms) {
+    const KafkaConfig::InternalTopics& internal, int timeout_ms,
+    absl::string_view what) {
   ASSIGN_OR_RETURN(std::unique_ptr<TopicAdmin> admin,
                    TopicAdmin::Create(options));
   CheckpointTopicState state;
   absl::StatusOr<std::string> policy =
-      DescribeCleanupPolicy(admin.get(), topic, timeout_ms);
+      DescribeCleanupPolicy(admin.get(), topic, timeout_ms, what);
   if (absl::IsNotFound(policy.status())) {
     // One partition (one key per database and slot), compacted; the
     // replication kafka.internal_topics sets (default: the cluster's).
@@ -76,7 +78,7 @@ absl::StatusOr<CheckpointTopicState> EnsureCheckpointTopic(
       return s;
     }
     state.created = true;
-    policy = DescribeCleanupPolicy(admin.get(), topic, timeout_ms);
+    policy = DescribeCleanupPolicy(admin.get(), topic, timeout_ms, what);
     // Created, but not yet visible to a describe: it was made compacted.
     if (absl::IsNotFound(policy.status())) policy = std::string("compact");
   }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "config/config.h"
 #include "kafka/rdkafka_sink.h"
 
@@ -37,10 +38,12 @@ struct CheckpointTopicState {
 // (authorization, a policy refusing the creation) name the topic and the
 // broker's message.
 // `internal`: the replication factor and min.insync.replicas of a created
-// topic (kafka.internal_topics).
+// topic (kafka.internal_topics). `what` names the topic in errors (the
+// state topic is made the same way).
 absl::StatusOr<CheckpointTopicState> EnsureCheckpointTopic(
     const KafkaOptions& options, const std::string& topic,
-    const KafkaConfig::InternalTopics& internal, int timeout_ms);
+    const KafkaConfig::InternalTopics& internal, int timeout_ms,
+    absl::string_view what = "checkpoint topic");
 
 }  // namespace outbox
 

@@ -23,8 +23,8 @@ StateTopic::~StateTopic() = default;
 
 absl::Status StateTopic::EnsureTopic() {
   if (topic_checked_) return absl::OkStatus();
-  absl::StatusOr<CheckpointTopicState> t =
-      EnsureCheckpointTopic(options_, topic_, internal_, timeout_ms_);
+  absl::StatusOr<CheckpointTopicState> t = EnsureCheckpointTopic(
+      options_, topic_, internal_, timeout_ms_, "state topic");
   if (absl::IsUnavailable(t.status())) return t.status();
   topic_checked_ = true;
   if (!t.ok()) {

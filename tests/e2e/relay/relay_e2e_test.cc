@@ -1,8 +1,13 @@
 // outbox-relay end to end: the real binary against the real PostgreSQL and
 // Kafka of the test fixture. Each test uses its own outbox table, slot and
 // topic, so tests do not see each other's events.
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
 #include <csignal>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <regex>
 #include <set>
 #include <thread>
@@ -10,9 +15,24 @@
 #include "e2e/outage_checks.h"
 #include "e2e/relay/relay_e2e_fixture.h"
 #include "e2e/relay_http.h"
+#include "kafka/checkpoint_reader.h"
 
 namespace outbox::testing {
 namespace {
+
+// A consumer client of `brokers` for watermark queries; nullptr on error.
+rd_kafka_t* WatermarkClient(const std::string& brokers) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[256];
+  if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), err,
+                        sizeof(err)) != RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(conf);
+    return nullptr;
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  if (rk == nullptr) rd_kafka_conf_destroy(conf);
+  return rk;
+}
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -66,10 +86,33 @@ TEST_F(RelayE2ETest, KafkaOutageLosesNothing) {
   // check below would then wait for a read that cannot come (failed once
   // so on a fresh CI machine).
   ASSERT_TRUE(WaitStreaming()) << relay_->Output();
+  // A client that knows the leader of a partition, as a session's reads of
+  // its Kafka records (checkpoint, pause, operator records) do between
+  // reading the metadata and the watermarks.
+  const std::string probe_topic = UniqueName("wm");
+  ASSERT_TRUE(CreateTopic(env_->kafka_brokers(), probe_topic, 1, {}).ok());
+  std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> probe(
+      WatermarkClient(env_->kafka_brokers()), rd_kafka_destroy);
+  ASSERT_NE(probe, nullptr);
+  int64_t low = -1, high = -1;
+  ASSERT_EQ(QueryWatermarks(probe.get(), probe_topic, 0, 30000, &low, &high),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
   std::vector<Event> committed;
   std::vector<std::string> rolled_back;
   Write(1, 20, 3, 0, &committed, &rolled_back);
   ASSERT_EQ(RunScript("kafka.sh kill " + env_->kafka_dir()), 0);
+  // With the leader's broker gone, the watermark query gives up at its
+  // timeout: librdkafka 2.0.2's rd_kafka_query_watermark_offsets waited for
+  // the broker to come back, which held a relay whose Kafka died during its
+  // session's start from streaming for the whole outage (seen in CI).
+  // Waited for far past the 2 s asked, and by EXPECT: the query must end
+  // (with Kafka back, below) before the client is destroyed.
+  std::future<int> query = std::async(std::launch::async, [&] {
+    int64_t l = -1, h = -1;
+    return QueryWatermarks(probe.get(), probe_topic, 0, 2000, &l, &h);
+  });
+  EXPECT_EQ(query.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << "QueryWatermarks waited for the broker past its timeout";
   std::string outage = db_->Scalar("SELECT pg_current_wal_flush_lsn()");
   Write(2, 40, 3, 0, &committed, &rolled_back);
   // The relay reads what was written during the outage, but must not
@@ -83,6 +126,7 @@ TEST_F(RelayE2ETest, KafkaOutageLosesNothing) {
       10000));
   EXPECT_TRUE(SlotHoldsBefore(*db_, slot_, *first, 2000)) << relay_->Output();
   ASSERT_EQ(RunScript("kafka.sh restart " + env_->kafka_dir()), 0);
+  EXPECT_NE(query.get(), RD_KAFKA_RESP_ERR_NO_ERROR);
   Write(3, 20, 3, 0, &committed, &rolled_back);
   Audit(committed, rolled_back, committed.size());
   EXPECT_TRUE(relay_->Running()) << relay_->Output();
