@@ -346,7 +346,14 @@ std::string ReadFile(const std::string& path) {
 
 void RunSqlFile(PgConn& db, const std::string& name) {
   const char* root = getenv("OUTBOX_ROOT");
+  // One file at a time across the tests running in parallel: CREATE ...
+  // IF NOT EXISTS is not safe against itself (two tests creating
+  // public.outbox at once on a fresh server: one failed with a duplicate
+  // key in pg_type). A session lock: a file may hold statements that cannot
+  // run in a transaction block; the connection's end releases it too.
+  db.Exec("SELECT pg_advisory_lock(hashtext('outbox-relay tests: sql/'))");
   db.Exec(ReadFile(absl::StrCat(root ? root : ".", "/sql/", name)));
+  db.Exec("SELECT pg_advisory_unlock(hashtext('outbox-relay tests: sql/'))");
 }
 
 void CreateOutboxTable(PgConn& db, const std::string& table) {

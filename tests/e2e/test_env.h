@@ -213,7 +213,8 @@ bool WaitUntil(const std::function<bool()>& done, int timeout_ms);
 // The whole file at path ("" when it cannot be read).
 std::string ReadFile(const std::string& path);
 // Runs the repository's sql/<name> ($OUTBOX_ROOT/sql: outbox.sql,
-// roles.sql, ...) on db.
+// roles.sql, ...) on db, one file at a time across the tests (an advisory
+// lock).
 void RunSqlFile(PgConn& db, const std::string& name);
 // sql/outbox.sql, then public.<table> LIKE public.outbox INCLUDING ALL: a
 // test's own outbox table.
