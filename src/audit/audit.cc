@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -20,6 +22,12 @@ void Example(AuditReport* r, int* count, absl::string_view what,
   }
 }
 
+// "topic/partition@offset" ("@?" when the offset is not known).
+std::string Position(const PublishedRecord& rec) {
+  return absl::StrCat(rec.topic, "/", rec.partition, "@",
+                      rec.offset >= 0 ? absl::StrCat(rec.offset) : "?");
+}
+
 }  // namespace
 
 AuditReport Audit(const std::vector<CommittedEvent>& committed,
@@ -33,22 +41,37 @@ AuditReport Audit(const std::vector<CommittedEvent>& committed,
   for (const CommittedEvent& e : committed) by_id[e.id] = &e;
 
   // First delivery of each id, in partition order.
-  absl::flat_hash_map<std::string, int> seen;
+  absl::flat_hash_map<std::string, const PublishedRecord*> seen;
   seen.reserve(committed.size());
+  // Where a record was read: the same topic, partition and offset read
+  // again is the consumer reading it twice, not a second copy in Kafka.
+  absl::flat_hash_set<std::tuple<absl::string_view, int32_t, int64_t>>
+      positions;
+  positions.reserve(records.size());
   // Per key: the seq of the newest first-delivered event so far, and
   // separately per partition so interleaving partitions cannot fake a
   // violation (one key lives on one partition unless misrouted).
   std::map<std::pair<std::string, std::string>, int64_t> last_seq;
   int unknown_ex = 0, misrouted_ex = 0, order_ex = 0, missing_ex = 0;
+  int duplicate_ex = 0;
   for (const PublishedRecord& rec : records) {
+    if (rec.offset >= 0 &&
+        !positions.emplace(rec.topic, rec.partition, rec.offset).second) {
+      ++r.read_twice;
+      continue;
+    }
     auto it = by_id.find(rec.id);
     if (it == by_id.end()) {
       ++r.unknown;
       Example(&r, &unknown_ex, "unknown", rec.id);
       continue;
     }
-    if (seen[rec.id]++ > 0) {
+    auto [first, is_first] = seen.emplace(rec.id, &rec);
+    if (!is_first) {
       ++r.duplicates;
+      Example(&r, &duplicate_ex, "duplicate",
+              absl::StrCat(rec.id, " at ", Position(rec), ", first at ",
+                           Position(*first->second)));
       continue;
     }
     ++r.delivered;
@@ -112,7 +135,12 @@ std::string AuditReport::ToText() const {
   absl::StrAppend(
       &s, "committed events   ", committed, "\nrecords read       ", records,
       "\ndelivered          ", delivered, "\nmissing            ", missing,
-      "\nduplicates         ", duplicates, "\nunknown            ",
+      "\nduplicates         ", duplicates,
+      read_twice > 0 ? absl::StrCat("\nread twice         ", read_twice,
+                                    " (the same offset again: the consumer's "
+                                    "repeat, not counted)")
+                     : "",
+      "\nunknown            ",
       rows.empty() ? absl::StrCat(unknown)
                    : "not counted (records of other events are left out)",
       "\nmisrouted          ", misrouted, "\norder violations   ",
@@ -155,8 +183,9 @@ std::string AuditReport::ToJson() const {
   return absl::StrCat(
       "{\"committed\":", committed, ",\"records\":", records,
       ",\"delivered\":", delivered, ",\"missing\":", missing,
-      ",\"duplicates\":", duplicates, ",\"unknown\":", unknown,
-      ",\"misrouted\":", misrouted, ",\"order_violations\":", order_violations,
+      ",\"duplicates\":", duplicates, ",\"read_twice\":", read_twice,
+      ",\"unknown\":", unknown, ",\"misrouted\":", misrouted,
+      ",\"order_violations\":", order_violations,
       ",\"skipped_by_operator\":", skipped_by_operator, ",\"examples\":[", ex,
       "],\"skipped\":[", sk, "]",
       rows.empty() ? "" : absl::StrCat(",\"rows\":\"", rows, "\""), "}");

@@ -45,7 +45,7 @@ struct PublishedRecord {
   std::string key;
   std::string topic;
   int32_t partition = 0;
-  int64_t offset = 0;
+  int64_t offset = -1;  // -1: not known
 };
 
 // Why an event has no record on purpose: the operator's action that
@@ -65,7 +65,10 @@ struct AuditReport {
   int64_t records = 0;
   int64_t delivered = 0;  // distinct committed ids found
   int64_t missing = 0;
-  int64_t duplicates = 0;
+  int64_t duplicates = 0;  // an event's records at different offsets
+  // Records read again at an offset already read (the consumer's repeat,
+  // e.g. after a leader change): left out of every other count.
+  int64_t read_twice = 0;
   int64_t unknown = 0;
   int64_t misrouted = 0;
   int64_t order_violations = 0;

@@ -213,10 +213,16 @@ std::vector<CliPage> BuildPages() {
       "`outbox-audit` reads every row of the outbox tables, and every record "
       "of the topics their templates can produce from the beginning up to "
       "the end offsets seen when it starts, and reports missing events "
-      "(committed, no record), duplicates, unknown records (an id never "
-      "committed), misrouted records (a key that is not the event's) and "
-      "per-key order violations (first deliveries out of creation order). "
-      "It takes the relays' configuration file and flags.",
+      "(committed, no record), duplicates (an event's records at different "
+      "offsets), unknown records (an id never committed), misrouted "
+      "records (a key that is not the event's) and per-key order violations "
+      "(first deliveries out of creation order). It takes the relays' "
+      "configuration file and flags.",
+      "A record its consumer reads twice (the same partition and offset "
+      "again, as a client may after a partition's leader changed) is Kafka "
+      "holding it once: it is reported as `read twice` and left out of the "
+      "other counts. A duplicate is shown with both copies' positions "
+      "(topic/partition@offset).",
       "The order check assumes each aggregate's events are written by "
       "transactions that serialize on the aggregate, and needs the rows to "
       "still be in the table. Message events (the tableless outbox) leave "

@@ -361,7 +361,9 @@ TEST_P(ClusterFaultTest, TwoNodesLostBelowMinInsyncReplicas) {
 // "exactly once" line logs where the checkpoint was read (checkpoint_read);
 // 19 runs since (12 before that change, 7 after, 12 of them with a busy
 // loop taking a core) showed no duplicate, which
-// does not show the defect gone. Run it with
+// does not show the defect gone. That run's audit counted a record its
+// consumer read twice as a duplicate; outbox-audit now reports those apart
+// (read_twice) and lists each duplicate's positions. Run it with
 // --gtest_also_run_disabled_tests.
 TEST_P(ClusterFaultTest, DISABLED_TwoNodesLostWithTheTransactionCoordinator) {
   if (!exactly_once()) GTEST_SKIP() << "exactly once only";
